@@ -1,0 +1,1 @@
+//! AMD AIM Engine kinds, `aim.eai.amd.com/v1alpha1`.

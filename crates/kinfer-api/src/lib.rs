@@ -1,0 +1,21 @@
+//! kinfer's Kubernetes API types.
+//!
+//! Every custom resource kinfer serves is defined here as a [`kube::CustomResource`] whose
+//! schemars schema is the CRD's `openAPIV3Schema`. The user-facing kinds are compatible with the
+//! upstream CRDs they replace: a manifest written for the upstream operator deserialises into
+//! these types and validates against the CRDs generated from them.
+//!
+//! - [`aim`]: AMD AIM Engine, `aim.eai.amd.com/v1alpha1`.
+//! - [`modelservice`]: the llm-d style ModelService, `model.otterscale.io/v1alpha1`.
+//! - [`zerfoo`]: ZerfooInferenceService, `zerfoo.feza.ai/v1`.
+//!
+//! Rules a schema cannot express live in [`validation::Validate`] implementations that return
+//! every violation with its field path.
+
+pub mod aim;
+pub mod crds;
+pub mod modelservice;
+pub mod quantity;
+pub mod schema;
+pub mod validation;
+pub mod zerfoo;

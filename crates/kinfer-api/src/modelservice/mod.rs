@@ -1,0 +1,1 @@
+//! ModelService, `model.otterscale.io/v1alpha1`.

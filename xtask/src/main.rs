@@ -1,0 +1,32 @@
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! - `gen-crds [--check]`: write one YAML per CRD to `deploy/crds/`, or fail when the committed
+//!   files differ from what the types generate.
+
+mod gen_crds;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "xtask", about = "kinfer project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Generate deploy/crds/*.yaml from the kinfer-api types.
+    GenCrds {
+        /// Fail instead of writing when the committed files differ.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::GenCrds { check } => gen_crds::run(check),
+    }
+}
