@@ -17,7 +17,9 @@ pub struct RenderError {
 
 /// Every CRD kinfer serves, sorted by group then kind.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    let mut crds = vec![crate::zerfoo::ZerfooInferenceService::crd()];
+    let mut crds = crate::aim::crds();
+    crds.extend(crate::modelservice::crds());
+    crds.push(crate::zerfoo::ZerfooInferenceService::crd());
     crds.sort_by(|a, b| {
         (&a.spec.group, &a.spec.names.kind).cmp(&(&b.spec.group, &b.spec.names.kind))
     });
