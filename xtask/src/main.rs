@@ -2,7 +2,9 @@
 //!
 //! - `gen-crds [--check]`: write one YAML per CRD to `deploy/crds/`, or fail when the committed
 //!   files differ from what the types generate.
+//! - `ci`: the test command of the README and `.ci/run`.
 
+mod ci;
 mod gen_crds;
 
 use anyhow::Result;
@@ -23,10 +25,13 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Install missing test tools, check generated files, run every test.
+    Ci,
 }
 
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::GenCrds { check } => gen_crds::run(check),
+        Command::Ci => ci::run(&gen_crds::workspace_root()),
     }
 }

@@ -9,13 +9,24 @@
 //! - [`modelservice`]: the llm-d style ModelService, `model.otterscale.io/v1alpha1`.
 //! - [`zerfoo`]: ZerfooInferenceService, `zerfoo.feza.ai/v1`.
 //!
+//! What several kinds embed is defined once: [`env`] (the Kubernetes 1.34 `EnvVar`, its
+//! conversion to k8s-openapi and its rules) and [`schema_k8s`] (schema fragments of embedded
+//! Kubernetes types).
+//!
 //! Rules a schema cannot express live in [`validation::Validate`] implementations that return
 //! every violation with its field path.
 
 pub mod aim;
 pub mod crds;
+pub mod env;
+pub mod inference_pool;
+pub mod istio;
+pub mod kserve;
 pub mod modelservice;
+pub mod monitoring;
 pub mod quantity;
 pub mod schema;
+pub mod schema_k8s;
+pub mod third_party;
 pub mod validation;
 pub mod zerfoo;

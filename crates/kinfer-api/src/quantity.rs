@@ -1,7 +1,87 @@
 //! Parsing of Kubernetes `resource.Quantity` strings.
 //!
 //! The API server accepts a quantity by pattern; operators need its value (to compare GPU
-//! memory against a node label, to size a PVC). This is the one parser for that.
+//! memory against a node label, to size a PVC, to check a CPU request). This module is the one
+//! parser for that: [`parse_bytes`] exactly, in integers, for sizes; [`parse`] as a float for
+//! anything else.
+
+/// A quantity that is not a valid size.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{value:?} is not a valid quantity: {reason}")]
+pub struct QuantityError {
+    /// The text as given.
+    pub value: String,
+    /// Why it was rejected.
+    pub reason: &'static str,
+}
+
+/// Parses a Kubernetes quantity into bytes, rounding fractions up (`64Gi`, `100G`, `1.5Ti`,
+/// `68719476736`, `1e9`).
+pub fn parse_bytes(raw: &str) -> Result<u64, QuantityError> {
+    let invalid = |why: &'static str| QuantityError {
+        value: raw.to_owned(),
+        reason: why,
+    };
+    let s = raw.trim();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s.starts_with('-') {
+        return Err(invalid("a size cannot be negative"));
+    }
+    let number_len = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(number_len);
+    let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return Err(invalid("no number"));
+    }
+    if frac_part.contains('.') {
+        return Err(invalid("more than one decimal point"));
+    }
+    // value = mantissa · 2^bin · 10^dec / 10^frac_len
+    let (bin, dec): (u32, i32) = match suffix {
+        "" => (0, 0),
+        "Ki" => (10, 0),
+        "Mi" => (20, 0),
+        "Gi" => (30, 0),
+        "Ti" => (40, 0),
+        "Pi" => (50, 0),
+        "Ei" => (60, 0),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        exp if exp.starts_with(['e', 'E']) => {
+            let e: i32 = exp[1..].parse().map_err(|_| invalid("bad exponent"))?;
+            (0, e)
+        }
+        _ => return Err(invalid("unknown suffix")),
+    };
+    let digits = format!("{int_part}{frac_part}");
+    let mantissa: u128 = digits.parse().map_err(|_| invalid("number too large"))?;
+    let frac_len = i32::try_from(frac_part.len()).map_err(|_| invalid("number too long"))?;
+    let scale = dec - frac_len;
+    let mut value = mantissa
+        .checked_mul(1u128 << bin)
+        .ok_or_else(|| invalid("size too large"))?;
+    if scale >= 0 {
+        let factor = 10u128
+            .checked_pow(scale.unsigned_abs())
+            .ok_or_else(|| invalid("size too large"))?;
+        value = value
+            .checked_mul(factor)
+            .ok_or_else(|| invalid("size too large"))?;
+    } else {
+        let divisor = 10u128
+            .checked_pow(scale.unsigned_abs())
+            .ok_or_else(|| invalid("too many decimal places"))?;
+        value = value.div_ceil(divisor);
+    }
+    u64::try_from(value).map_err(|_| invalid("size too large"))
+}
 
 /// Parses a quantity (`24Gi`, `500m`, `1.5`, `2e3`) into its numeric value in base units.
 ///
@@ -61,7 +141,28 @@ fn split(value: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, parse_bytes};
+
+    #[test]
+    fn sizes_parse_exactly_and_round_fractions_up() {
+        let cases = [
+            ("64Gi", Some(64 << 30)),
+            ("100G", Some(100_000_000_000)),
+            ("1.5Ti", Some(3 << 39)),
+            ("68719476736", Some(68_719_476_736)),
+            ("1e9", Some(1_000_000_000)),
+            ("1500m", Some(2)),
+            ("+1Ki", Some(1024)),
+            ("-1Gi", None),
+            ("1.2.3Gi", None),
+            ("64GB", None),
+            ("", None),
+            ("99999999999Ei", None),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(parse_bytes(raw).ok(), want, "{raw:?}");
+        }
+    }
 
     #[test]
     fn parses_binary_decimal_and_exponent_suffixes() {

@@ -57,11 +57,14 @@ impl Validate for ZerfooInferenceServiceSpec {
                 ("spec.healthCheck.interval", &health.interval),
                 ("spec.healthCheck.timeout", &health.timeout),
             ] {
-                match parse_duration_seconds(value) {
-                    None => errors.push(path, format!("{value:?} is not a duration such as \"30s\"")),
-                    Some(seconds) if seconds <= 0.0 => errors.push(path, "must be greater than zero"),
-                    Some(_) => {}
-                }
+                let seconds = parse_duration_seconds(value);
+                positive(
+                    &mut errors,
+                    path,
+                    value,
+                    seconds,
+                    "a duration such as \"30s\"",
+                );
             }
         }
         if let Some(resources) = &self.resources {
@@ -71,14 +74,26 @@ impl Validate for ZerfooInferenceServiceSpec {
                 ("spec.resources.gpuMemory", &resources.gpu_memory),
             ] {
                 if let Some(value) = value {
-                    match quantity::parse(value) {
-                        None => errors.push(path, format!("{value:?} is not a quantity such as \"16Gi\"")),
-                        Some(v) if v <= 0.0 => errors.push(path, "must be greater than zero"),
-                        Some(_) => {}
-                    }
+                    let parsed = quantity::parse(value);
+                    positive(
+                        &mut errors,
+                        path,
+                        value,
+                        parsed,
+                        "a quantity such as \"16Gi\"",
+                    );
                 }
             }
         }
         errors.into_result()
+    }
+}
+
+/// Records why `parsed` (the value of `raw`) is not a positive number, if it is not.
+fn positive(errors: &mut FieldErrors, path: &str, raw: &str, parsed: Option<f64>, what: &str) {
+    match parsed {
+        None => errors.push(path, format!("{raw:?} is not {what}")),
+        Some(value) if value <= 0.0 => errors.push(path, "must be greater than zero"),
+        Some(_) => {}
     }
 }

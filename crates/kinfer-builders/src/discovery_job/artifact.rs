@@ -1,0 +1,206 @@
+//! An AIM artifact's check-size Job, cache PVC and download Job (NOTES.md rows 21-22).
+//!
+//! Contract: names `<artifact>-check-size-<h>`, `<artifact>-cache-<h>` and
+//! `<artifact>-download-<h>`, where `h` hashes the source and storage class, so a changed
+//! source never reuses an old claim; the PVC is ReadWriteMany, sized `ceil(bytes × (1 +
+//! headroom/100) / GiB)` Gi with at least 1Gi (10% headroom by default) and never resized by
+//! the builder's caller; the download Job mounts it at `/cache`, runs as UID/GID/fsGroup 1000,
+//! retries twice and is removed 600s after it finishes.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, PodSpec, Volume, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::{Deserialize, Serialize};
+
+use super::{JOB_USER, JobShape, job};
+use crate::env::{self, var};
+use crate::error::Error;
+use crate::meta::{Parent, object_meta};
+use crate::naming::{self, Dns1035Label};
+use crate::{kserve::APP, pod, security};
+
+/// The downloader image when none is configured.
+pub const DEFAULT_DOWNLOADER_IMAGE: &str = "ghcr.io/silogen/aim-artifact-downloader:0.2.0";
+/// PVC headroom over the model size, in percent.
+pub const DEFAULT_HEADROOM_PERCENT: u64 = 10;
+const DOWNLOAD_USER: i64 = 1000;
+const GIB: u128 = 1 << 30;
+
+/// A resolved AIMArtifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactInput {
+    /// The AIMArtifact.
+    pub parent: Parent,
+    /// `hf://org/model` or `s3://bucket/path`.
+    pub source_uri: String,
+    /// Model size in bytes; `None` until the check-size Job reported it.
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    /// Storage class of the PVC.
+    #[serde(default)]
+    pub storage_class: Option<String>,
+    /// Headroom percent; [`DEFAULT_HEADROOM_PERCENT`] when absent.
+    #[serde(default)]
+    pub headroom_percent: Option<u64>,
+    /// Downloader image; [`DEFAULT_DOWNLOADER_IMAGE`] when absent.
+    #[serde(default)]
+    pub downloader_image: Option<String>,
+    /// Runtime-config env, then the artifact's env (by name, later wins).
+    #[serde(default)]
+    pub env: Vec<EnvVar>,
+}
+
+/// What to create for an artifact at its current stage.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArtifactJobs {
+    /// The size is unknown: measure it.
+    CheckSize(Box<Job>),
+    /// The size is known: the claim and the Job that fills it.
+    Download {
+        /// The cache PVC.
+        claim: Box<PersistentVolumeClaim>,
+        /// The download Job.
+        job: Box<Job>,
+    },
+}
+
+/// The PVC size in GiB for `bytes` with `headroom_percent`: rounded up, at least 1.
+pub fn cache_size_gib(bytes: u64, headroom_percent: u64) -> u64 {
+    let padded = u128::from(bytes) * u128::from(100 + headroom_percent);
+    let gib = padded.div_ceil(100 * GIB).max(1);
+    u64::try_from(gib).unwrap_or(u64::MAX)
+}
+
+fn name(input: &ArtifactInput, stage: &str) -> Result<Dns1035Label, Error> {
+    let artifact = input.parent.name.as_str();
+    let class = input.storage_class.as_deref().unwrap_or_default();
+    Ok(naming::derived_name(
+        &[artifact, stage],
+        &[artifact, &input.source_uri, class],
+        63,
+    )?)
+}
+
+/// The objects of the artifact's current stage; see the module contract.
+pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
+    let parent = &input.parent;
+    let ns = parent.namespace.as_str();
+    let image = input
+        .downloader_image
+        .clone()
+        .unwrap_or_else(|| DEFAULT_DOWNLOADER_IMAGE.to_owned());
+    let Some(bytes) = input.size_bytes.filter(|b| *b > 0) else {
+        let labels = parent.labels(APP, "check-size");
+        let container = Container {
+            name: "check-size".to_owned(),
+            image: Some(image),
+            command: Some(vec!["/check-size.sh".to_owned(), input.source_uri.clone()]),
+            env: Some(input.env.clone()),
+            security_context: Some(security::container(false)),
+            ..Container::default()
+        };
+        return Ok(ArtifactJobs::CheckSize(Box::new(job(
+            name(input, "check-size")?.as_str(),
+            ns,
+            labels.all(),
+            labels.selector(),
+            JobShape {
+                backoff_limit: 0,
+                ttl_seconds: 600,
+            },
+            PodSpec {
+                containers: vec![container],
+                restart_policy: Some("Never".to_owned()),
+                security_context: Some(security::pod(Some(JOB_USER), None)),
+                ..PodSpec::default()
+            },
+        ))));
+    };
+    let gib = cache_size_gib(
+        bytes,
+        input.headroom_percent.unwrap_or(DEFAULT_HEADROOM_PERCENT),
+    );
+    let claim_name = name(input, "cache")?;
+    let cache_labels = parent.labels(APP, "cache");
+    let claim = PersistentVolumeClaim {
+        metadata: object_meta(
+            claim_name.as_str(),
+            Some(ns),
+            cache_labels.all(),
+            BTreeMap::new(),
+        ),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteMany".to_owned()]),
+            storage_class_name: input.storage_class.clone(),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".to_owned(),
+                    Quantity(format!("{gib}Gi")),
+                )])),
+                limits: None,
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        status: None,
+    };
+    let base = [
+        var("AIM_DOWNLOADER_PROTOCOL", "XET,HF_TRANSFER"),
+        var("EXPECTED_SIZE_BYTES", bytes.to_string()),
+        var("MOUNT_PATH", "/cache"),
+        var("TARGET_DIR", "/cache"),
+        var("STALL_TIMEOUT", "120"),
+        var("HF_HOME", "/tmp/.hf"),
+        var("ARTIFACT_NAME", parent.name.as_str()),
+        var("ARTIFACT_NAMESPACE", ns),
+    ];
+    let container = Container {
+        name: "download".to_owned(),
+        image: Some(image),
+        args: Some(vec![input.source_uri.clone()]),
+        env: Some(env::merge(&[&base, &input.env])),
+        volume_mounts: Some(vec![
+            pod::mount("cache", "/cache", false),
+            pod::mount("tmp", "/tmp", false),
+        ]),
+        security_context: Some(security::container(true)),
+        ..Container::default()
+    };
+    let labels = parent.labels(APP, "download");
+    let job = job(
+        name(input, "download")?.as_str(),
+        ns,
+        labels.all(),
+        labels.selector(),
+        JobShape {
+            backoff_limit: 2,
+            ttl_seconds: 600,
+        },
+        PodSpec {
+            containers: vec![container],
+            restart_policy: Some("Never".to_owned()),
+            security_context: Some(security::pod(Some(DOWNLOAD_USER), Some(DOWNLOAD_USER))),
+            volumes: Some(vec![
+                Volume {
+                    name: "cache".to_owned(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: claim_name.to_string(),
+                        read_only: None,
+                    }),
+                    ..Volume::default()
+                },
+                pod::scratch_volume("tmp", None),
+            ]),
+            ..PodSpec::default()
+        },
+    );
+    Ok(ArtifactJobs::Download {
+        claim: Box::new(claim),
+        job: Box::new(job),
+    })
+}

@@ -1,0 +1,202 @@
+//! AIM Jobs: the discovery dry-run of a template, and an artifact's check-size Job, cache PVC
+//! and download Job (`artifact`).
+//!
+//! Contract (`../shared/reference/aim/NOTES.md` section c): the discovery Job is named
+//! `discover-<template[:45]>-<hash>` where the hash covers every input, so a changed input gives
+//! a new Job (Jobs are immutable); labels `app.kubernetes.io/{name=aim-discovery,
+//! component=discovery,managed-by}` and `aim.eai.amd.com/template` on Job and pod; no retries
+//! (`backoffLimit: 0`, the controller backs off), `ttlSecondsAfterFinished: 60`, restart
+//! `Never`; pod user 65532 under the restricted context; container `discovery` running the
+//! AIM image with `dry-run --format=json`; env in order: log levels CRITICAL, the template's
+//! env, `AIM_METRIC`, `AIM_PRECISION`, `AIM_GPU_MODEL`, `AIM_GPU_COUNT`, `AIM_PROFILE_ID`.
+
+mod artifact;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
+pub use artifact::{
+    ArtifactInput, ArtifactJobs, DEFAULT_DOWNLOADER_IMAGE, DEFAULT_HEADROOM_PERCENT,
+    artifact_objects, cache_size_gib,
+};
+
+use crate::env::{self, var};
+use crate::error::Error;
+use crate::kserve::AIM_LABEL_DOMAIN;
+use crate::labels::StandardLabels;
+use crate::meta::object_meta;
+use crate::naming::{self, Dns1123Label, Dns1123Subdomain};
+use crate::{pod, security};
+
+/// The non-root user of AIM Job pods.
+pub const JOB_USER: i64 = 65532;
+
+/// A resolved template, for its discovery Job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoveryInput {
+    /// The template.
+    pub template: Dns1123Subdomain,
+    /// Where the Job runs: the template's namespace, or the operator's for cluster templates.
+    pub namespace: Dns1123Label,
+    /// The operator (`app.kubernetes.io/managed-by`).
+    pub managed_by: String,
+    /// The model's name.
+    pub model: String,
+    /// The AIM image.
+    pub image: String,
+    /// The model's service account.
+    #[serde(default)]
+    pub service_account_name: Option<String>,
+    /// The model's pull secrets.
+    #[serde(default)]
+    pub image_pull_secrets: Vec<String>,
+    /// The template's env (none for cluster templates).
+    #[serde(default)]
+    pub env: Vec<EnvVar>,
+    /// Metric.
+    #[serde(default)]
+    pub metric: Option<String>,
+    /// Precision.
+    #[serde(default)]
+    pub precision: Option<String>,
+    /// GPU model.
+    #[serde(default)]
+    pub gpu_model: Option<String>,
+    /// GPU count.
+    #[serde(default)]
+    pub gpu_count: Option<i64>,
+    /// Profile ID.
+    #[serde(default)]
+    pub profile_id: Option<String>,
+}
+
+impl DiscoveryInput {
+    /// Every input that changes the Job, in a fixed order (the name's hash).
+    fn hash_inputs(&self) -> Vec<String> {
+        let mut inputs = vec![self.model.clone(), self.image.clone()];
+        inputs.push(self.service_account_name.clone().unwrap_or_default());
+        for e in &self.env {
+            inputs.push(e.name.clone());
+            inputs.push(e.value.clone().unwrap_or_default());
+            if let Some(from) = &e.value_from {
+                inputs.push(format!("{from:?}"));
+            }
+        }
+        inputs.extend(self.image_pull_secrets.iter().cloned());
+        for field in [
+            &self.metric,
+            &self.precision,
+            &self.gpu_model,
+            &self.profile_id,
+        ] {
+            inputs.push(field.clone().unwrap_or_default());
+        }
+        inputs.push(self.gpu_count.map(|c| c.to_string()).unwrap_or_default());
+        inputs
+    }
+}
+
+/// The label every AIM Job and its pods carry for the template.
+pub fn template_label(template: &str) -> (String, String) {
+    (
+        format!("{AIM_LABEL_DOMAIN}/template"),
+        naming::sanitize_label_value(template),
+    )
+}
+
+/// The discovery Job; see the module contract.
+pub fn discovery_job(input: &DiscoveryInput) -> Result<Job, Error> {
+    let hash_inputs = input.hash_inputs();
+    let refs: Vec<&str> = hash_inputs.iter().map(String::as_str).collect();
+    let name = naming::discovery_job_name(input.template.as_str(), &refs)?;
+    let standard = StandardLabels::new(
+        "aim-discovery",
+        input.template.as_str(),
+        "discovery",
+        &input.managed_by,
+    );
+    let (key, value) = template_label(input.template.as_str());
+    let mut labels = standard.all();
+    labels.insert(key.clone(), value.clone());
+    let pod_labels = BTreeMap::from([(key, value)]);
+
+    let optional = |name: &str, v: &Option<String>| -> Vec<EnvVar> {
+        v.iter().map(|v| var(name, v.clone())).collect()
+    };
+    let env = env::merge(&[
+        &[
+            var("AIM_LOG_LEVEL_ROOT", "CRITICAL"),
+            var("AIM_LOG_LEVEL", "CRITICAL"),
+        ],
+        &input.env,
+        &optional("AIM_METRIC", &input.metric),
+        &optional("AIM_PRECISION", &input.precision),
+        &optional("AIM_GPU_MODEL", &input.gpu_model),
+        &optional("AIM_GPU_COUNT", &input.gpu_count.map(|c| c.to_string())),
+        &optional("AIM_PROFILE_ID", &input.profile_id),
+    ]);
+    let container = Container {
+        name: "discovery".to_owned(),
+        image: Some(input.image.clone()),
+        args: Some(vec!["dry-run".to_owned(), "--format=json".to_owned()]),
+        env: Some(env),
+        security_context: Some(security::container(false)),
+        ..Container::default()
+    };
+    Ok(job(
+        name.as_str(),
+        input.namespace.as_str(),
+        labels,
+        pod_labels,
+        JobShape {
+            backoff_limit: 0,
+            ttl_seconds: 60,
+        },
+        PodSpec {
+            containers: vec![container],
+            restart_policy: Some("Never".to_owned()),
+            service_account_name: input.service_account_name.clone(),
+            image_pull_secrets: pod::pull_secrets(&input.image_pull_secrets),
+            security_context: Some(security::pod(Some(JOB_USER), None)),
+            ..PodSpec::default()
+        },
+    ))
+}
+
+/// Retry and cleanup of a Job.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobShape {
+    pub backoff_limit: i32,
+    pub ttl_seconds: i32,
+}
+
+pub(crate) fn job(
+    name: &str,
+    namespace: &str,
+    labels: BTreeMap<String, String>,
+    pod_labels: BTreeMap<String, String>,
+    shape: JobShape,
+    spec: PodSpec,
+) -> Job {
+    Job {
+        metadata: object_meta(name, Some(namespace), labels, BTreeMap::new()),
+        spec: Some(JobSpec {
+            backoff_limit: Some(shape.backoff_limit),
+            ttl_seconds_after_finished: Some(shape.ttl_seconds),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(spec),
+            },
+            ..JobSpec::default()
+        }),
+        status: None,
+    }
+}

@@ -1,0 +1,112 @@
+//! The standard labels every object kinfer creates carries, in one place.
+//!
+//! Contract: `app.kubernetes.io/{name,instance,component,managed-by}` on every object; the
+//! selector subset (name, instance, component) is what Deployments, Services, pools and
+//! monitors select on. No version label anywhere: a version on a pod template or selector
+//! would restart every model pod on each operator upgrade (and selectors are immutable).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::naming::sanitize_label_value;
+
+/// `app.kubernetes.io/name`: the application (`modelservice`, `aim-service`, `epp`, ...).
+pub const NAME: &str = "app.kubernetes.io/name";
+/// `app.kubernetes.io/instance`: the parent object's name.
+pub const INSTANCE: &str = "app.kubernetes.io/instance";
+/// `app.kubernetes.io/component`: the part of the application (`decode`, `epp`, ...).
+pub const COMPONENT: &str = "app.kubernetes.io/component";
+/// `app.kubernetes.io/managed-by`: the operator.
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// `kinfer.dev/track`: `stable` or `canary` on canary-split workloads.
+pub const TRACK: &str = "kinfer.dev/track";
+
+/// The four standard labels of one object. Values are sanitised on construction, so any
+/// parent name (up to 253 characters, dots included) gives valid labels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StandardLabels {
+    /// `app.kubernetes.io/name`.
+    pub name: String,
+    /// `app.kubernetes.io/instance`.
+    pub instance: String,
+    /// `app.kubernetes.io/component`.
+    pub component: String,
+    /// `app.kubernetes.io/managed-by`.
+    pub managed_by: String,
+}
+
+impl StandardLabels {
+    /// Labels for a `component` of application `name`, instance `instance`, managed by
+    /// `managed_by`; every value sanitised.
+    pub fn new(name: &str, instance: &str, component: &str, managed_by: &str) -> Self {
+        Self {
+            name: sanitize_label_value(name),
+            instance: sanitize_label_value(instance),
+            component: sanitize_label_value(component),
+            managed_by: sanitize_label_value(managed_by),
+        }
+    }
+
+    /// The same labels for another component.
+    #[must_use]
+    pub fn with_component(&self, component: &str) -> Self {
+        Self {
+            component: sanitize_label_value(component),
+            ..self.clone()
+        }
+    }
+
+    /// All four labels.
+    pub fn all(&self) -> BTreeMap<String, String> {
+        let mut labels = self.selector();
+        labels.insert(MANAGED_BY.to_owned(), self.managed_by.clone());
+        labels
+    }
+
+    /// The stable subset selectors use: name, instance, component.
+    pub fn selector(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (NAME.to_owned(), self.name.clone()),
+            (INSTANCE.to_owned(), self.instance.clone()),
+            (COMPONENT.to_owned(), self.component.clone()),
+        ])
+    }
+
+    /// All four labels plus `extra`; `extra` never overrides a standard label.
+    pub fn all_with(&self, extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut labels = self.all();
+        for (k, v) in extra {
+            labels.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        labels
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitises_values_and_keeps_version_out() {
+        let labels = StandardLabels::new("modelservice", "llama.v2/x", "decode", "kinfer");
+        let all = labels.all();
+        assert_eq!(all[INSTANCE], "llama.v2_x");
+        assert_eq!(all.len(), 4);
+        assert!(!all.keys().any(|k| k.contains("version")));
+        assert!(!labels.selector().contains_key(MANAGED_BY));
+    }
+
+    #[test]
+    fn extra_labels_cannot_override_standard_ones() {
+        let labels = StandardLabels::new("a", "b", "c", "d");
+        let extra = BTreeMap::from([
+            (NAME.to_owned(), "evil".to_owned()),
+            ("x".to_owned(), "y".to_owned()),
+        ]);
+        let all = labels.all_with(&extra);
+        assert_eq!(all[NAME], "a");
+        assert_eq!(all["x"], "y");
+    }
+}

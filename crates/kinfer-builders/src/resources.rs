@@ -1,0 +1,146 @@
+//! Accelerator resources and resource merging.
+//!
+//! Contract: one place maps an accelerator type to its extended resource
+//! ([`accelerator_resource`]: AMD and NVIDIA from `kinfer_select::gpu::VENDORS`, the others
+//! from kinfer-api's ModelService accelerator table); the count is tensor × data-local
+//! parallelism; a user-set count wins with a [`Warning`]; requests and limits of an extended
+//! resource are always equal.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kinfer_api::modelservice::AcceleratorType;
+use kinfer_select::gpu::Vendor;
+
+use crate::error::Warning;
+
+/// The extended resource of an accelerator type; `None` for CPU.
+pub fn accelerator_resource(accelerator: AcceleratorType) -> Option<&'static str> {
+    match accelerator {
+        AcceleratorType::Amd => Some(Vendor::Amd.resource_name()),
+        AcceleratorType::Nvidia => Some(Vendor::Nvidia.resource_name()),
+        other => other.resource_name(),
+    }
+}
+
+/// Accelerators per pod: tensor × data-local parallelism (each at least 1).
+pub fn accelerator_count(tensor: i32, data_local: i32) -> i64 {
+    i64::from(tensor.max(1)) * i64::from(data_local.max(1))
+}
+
+/// Sets `resource` to `count` in requests and limits, unless the user set it (in limits, else
+/// requests): then the user's value is used for both and a warning is returned when it differs.
+pub fn inject_accelerator(
+    resources: Option<ResourceRequirements>,
+    resource: &str,
+    count: i64,
+) -> (ResourceRequirements, Option<Warning>) {
+    let mut resources = resources.unwrap_or_default();
+    let user = resources
+        .limits
+        .as_ref()
+        .and_then(|l| l.get(resource))
+        .or_else(|| resources.requests.as_ref().and_then(|r| r.get(resource)))
+        .cloned();
+    let (value, warning) = match user {
+        Some(user) => {
+            let same = kinfer_api::quantity::parse_bytes(&user.0)
+                .is_ok_and(|v| u64::try_from(count) == Ok(v));
+            let warning = (!same).then(|| Warning::AcceleratorCountOverridden {
+                resource: resource.to_owned(),
+                computed: count,
+                requested: user.0.clone(),
+            });
+            (user, warning)
+        }
+        None => (Quantity(count.to_string()), None),
+    };
+    resources
+        .limits
+        .get_or_insert_with(BTreeMap::new)
+        .insert(resource.to_owned(), value.clone());
+    resources
+        .requests
+        .get_or_insert_with(BTreeMap::new)
+        .insert(resource.to_owned(), value);
+    (resources, warning)
+}
+
+/// `over` merged into `base` per resource name (requests and limits separately).
+#[must_use]
+pub fn merge(mut base: ResourceRequirements, over: &ResourceRequirements) -> ResourceRequirements {
+    for (target, source) in [
+        (&mut base.requests, &over.requests),
+        (&mut base.limits, &over.limits),
+    ] {
+        if let Some(source) = source {
+            let target = target.get_or_insert_with(BTreeMap::new);
+            for (k, v) in source {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if over.claims.is_some() {
+        base.claims.clone_from(&over.claims);
+    }
+    base
+}
+
+/// A resource list from `(name, quantity)` pairs.
+pub fn list(pairs: &[(&str, String)]) -> BTreeMap<String, Quantity> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Quantity(v.clone())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_is_tensor_times_data_local() {
+        assert_eq!(accelerator_count(4, 2), 8);
+        assert_eq!(accelerator_count(0, 0), 1);
+    }
+
+    #[test]
+    fn computed_count_is_injected_in_requests_and_limits() {
+        let (r, w) = inject_accelerator(None, "nvidia.com/gpu", 4);
+        assert_eq!(w, None);
+        assert_eq!(r.limits.expect("limits")["nvidia.com/gpu"].0, "4");
+        assert_eq!(r.requests.expect("requests")["nvidia.com/gpu"].0, "4");
+    }
+
+    #[test]
+    fn user_count_wins_with_a_warning() {
+        let user = ResourceRequirements {
+            limits: Some(list(&[("amd.com/gpu", "2".to_owned())])),
+            ..ResourceRequirements::default()
+        };
+        let (r, w) = inject_accelerator(Some(user.clone()), "amd.com/gpu", 4);
+        assert_eq!(r.requests.expect("requests")["amd.com/gpu"].0, "2");
+        assert!(matches!(
+            w,
+            Some(Warning::AcceleratorCountOverridden { computed: 4, .. })
+        ));
+        let (_, same) = inject_accelerator(Some(user), "amd.com/gpu", 2);
+        assert_eq!(same, None);
+    }
+
+    #[test]
+    fn the_vendor_tables_agree() {
+        for (accelerator, vendor) in [
+            (AcceleratorType::Amd, Vendor::Amd),
+            (AcceleratorType::Nvidia, Vendor::Nvidia),
+        ] {
+            assert_eq!(accelerator.resource_name(), Some(vendor.resource_name()));
+        }
+        assert_eq!(accelerator_resource(AcceleratorType::Cpu), None);
+        assert_eq!(
+            accelerator_resource(AcceleratorType::IntelGaudi),
+            Some("habana.ai/gaudi")
+        );
+    }
+}

@@ -1,0 +1,173 @@
+use k8s_openapi::api::apps::v1::Deployment;
+use kinfer_builders::Warning;
+use kinfer_builders::deployment::{ModelDeploymentInput, model_deployment};
+use serde_json::Value;
+
+use crate::common::{assert_core_valid, input};
+use crate::snapshot;
+
+fn build(name: &str) -> (Deployment, Vec<Warning>, Value) {
+    let built = model_deployment(&input::<ModelDeploymentInput>(name)).expect("builds");
+    assert_core_valid(&built.deployment);
+    let json = serde_json::to_value(&built.deployment).expect("json");
+    (built.deployment, built.warnings, json)
+}
+
+#[test]
+fn decode_validates_and_snapshots() {
+    let (deployment, warnings, _) = build("deployment-decode");
+    assert!(warnings.is_empty());
+    snapshot!("deployment_decode", &deployment);
+}
+
+#[test]
+fn prefill_validates_and_snapshots() {
+    let (deployment, _, _) = build("deployment-prefill");
+    snapshot!("deployment_prefill", &deployment);
+}
+
+#[test]
+fn gpu_count_comes_from_parallelism() {
+    let (_, _, json) = build("deployment-decode");
+    let vllm = &json["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(vllm["resources"]["limits"]["nvidia.com/gpu"], "2");
+    assert_eq!(vllm["resources"]["requests"]["nvidia.com/gpu"], "2");
+    assert_eq!(vllm["resources"]["requests"]["cpu"], "8");
+}
+
+#[test]
+fn user_set_gpu_count_wins_with_a_warning() {
+    let (_, warnings, json) = build("deployment-prefill");
+    let vllm = &json["spec"]["template"]["spec"]["containers"][0];
+    // tensor 4 x dataLocal 2 = 8 computed; the user asked for 4.
+    assert_eq!(vllm["resources"]["limits"]["amd.com/gpu"], "4");
+    assert_eq!(vllm["resources"]["requests"]["amd.com/gpu"], "4");
+    assert_eq!(
+        warnings,
+        [Warning::AcceleratorCountOverridden {
+            resource: "amd.com/gpu".to_owned(),
+            computed: 8,
+            requested: "4".to_owned(),
+        }]
+    );
+}
+
+#[test]
+fn routing_proxy_moves_vllm_and_probes_to_the_target_port() {
+    let (_, _, json) = build("deployment-decode");
+    let pod = &json["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        &args[..5],
+        [
+            "/models",
+            "--port",
+            "8200",
+            "--served-model-name",
+            "meta-llama/Llama-3.1-8B-Instruct"
+        ]
+    );
+    assert_eq!(
+        &args[5..],
+        ["--tensor-parallel-size", "2", "--max-model-len", "8192"]
+    );
+    assert_eq!(pod["initContainers"][1]["name"], "routing-proxy");
+    assert_eq!(pod["initContainers"][1]["restartPolicy"], "Always");
+    assert_eq!(pod["containers"][0]["ports"][0]["containerPort"], 8200);
+    assert_eq!(pod["containers"][0]["ports"][1]["name"], "nixl-side");
+    assert_eq!(
+        pod["containers"][0]["readinessProbe"]["httpGet"]["port"],
+        "http"
+    );
+    // Prefill pods never get the proxy.
+    let (_, _, prefill) = build("deployment-prefill");
+    assert_eq!(
+        prefill["spec"]["template"]["spec"]["initContainers"]
+            .as_array()
+            .expect("init")
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn user_env_overrides_generated_env_in_place() {
+    let (_, _, json) = build("deployment-decode");
+    let env = json["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .expect("env")
+        .clone();
+    let names: Vec<&str> = env.iter().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "TP_SIZE",
+            "DP_SIZE",
+            "DP_SIZE_LOCAL",
+            "VLLM_NIXL_SIDE_CHANNEL_PORT"
+        ]
+    );
+    assert_eq!(env[0]["value"], "2");
+}
+
+#[test]
+fn pod_template_carries_pool_labels_and_no_version_and_shm_and_probes() {
+    let (deployment, _, json) = build("deployment-decode");
+    let labels = &json["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(labels["llm-d.ai/inferenceServing"], "true");
+    assert_eq!(labels["llm-d.ai/role"], "decode");
+    assert!(
+        !labels
+            .as_object()
+            .expect("labels")
+            .keys()
+            .any(|k| k.contains("version"))
+    );
+    let selector = deployment
+        .spec
+        .as_ref()
+        .expect("spec")
+        .selector
+        .match_labels
+        .clone()
+        .expect("labels");
+    for (k, v) in &selector {
+        assert_eq!(
+            labels[k.as_str()],
+            v.as_str(),
+            "selector {k} matches the pod"
+        );
+    }
+    let pod = &json["spec"]["template"]["spec"];
+    assert_eq!(pod["volumes"][2]["emptyDir"]["medium"], "Memory");
+    assert_eq!(
+        pod["containers"][0]["startupProbe"]["failureThreshold"],
+        180
+    );
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    assert_eq!(json["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 0);
+    assert_eq!(json["metadata"]["name"], "llama-decode");
+}
+
+#[test]
+fn unpack_uses_tls_unless_asked_and_mounts_the_first_pull_secret() {
+    let (_, _, json) = build("deployment-decode");
+    let unpack = &json["spec"]["template"]["spec"]["initContainers"][0];
+    assert!(
+        !unpack["command"][2]
+            .as_str()
+            .expect("script")
+            .contains("--plain-http")
+    );
+    assert_eq!(unpack["volumeMounts"][2]["mountPath"], "/.docker");
+    assert_eq!(unpack["securityContext"]["readOnlyRootFilesystem"], true);
+}

@@ -1,0 +1,344 @@
+//! Typed errors and their stable categories.
+//!
+//! Contract:
+//! - Every fallible operation of this crate returns [`OciError`].
+//! - [`OciError::category`] maps each error to exactly one [`OciErrorCategory`], the only thing
+//!   a controller needs to decide between "fix the spec", "fix the credentials", "wait for the
+//!   upstream object" and "retry later". The mapping is stable and documented per variant.
+//! - Registry failures are classified from what the registry said (HTTP status and OCI error
+//!   codes), then from the transport (timeouts, connection failures), never from guesses.
+//! - No variant ever carries credentials: messages hold registry URLs, OCI error codes and the
+//!   registry's own error text only.
+
+use std::fmt;
+use std::time::Duration;
+
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+
+use crate::reference::ReferenceError;
+
+/// What kind of failure an [`OciError`] is, for condition and retry decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OciErrorCategory {
+    /// The registry refused the credentials (HTTP 401/403, `UNAUTHORIZED`, `DENIED`).
+    Auth,
+    /// The image, tag or repository does not exist (HTTP 404, `MANIFEST_UNKNOWN`,
+    /// `NAME_UNKNOWN`): a missing upstream dependency that may appear later.
+    NotFound,
+    /// Transient trouble: timeouts, connection failures, HTTP 5xx and 429, protocol violations.
+    Infrastructure,
+    /// The user's input is wrong: bad image reference, malformed pull secret, malformed labels,
+    /// an artifact that is not a container image.
+    InvalidSpec,
+}
+
+impl OciErrorCategory {
+    /// A stable, machine-friendly name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auth => "Auth",
+            Self::NotFound => "NotFound",
+            Self::Infrastructure => "Infrastructure",
+            Self::InvalidSpec => "InvalidSpec",
+        }
+    }
+}
+
+impl fmt::Display for OciErrorCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Errors of image inspection, authentication and tag listing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OciError {
+    /// The image reference does not parse. Category: InvalidSpec.
+    #[error("invalid image reference {reference:?}: {source}")]
+    InvalidReference {
+        /// The reference as given.
+        reference: String,
+        /// Why it does not parse.
+        #[source]
+        source: ReferenceError,
+    },
+    /// A pull secret is malformed (wrong JSON, bad base64 `auth`). Category: InvalidSpec.
+    #[error("invalid pull secret {secret:?}: {reason}")]
+    InvalidPullSecret {
+        /// The Secret's name.
+        secret: String,
+        /// What is wrong (never the secret's content).
+        reason: String,
+    },
+    /// An AIM or OCI label has a value that does not parse. Category: InvalidSpec.
+    #[error("invalid image label {label:?}: {reason}")]
+    InvalidLabel {
+        /// The full label key, e.g. `com.amd.aim.model.recommendedDeployments`.
+        label: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// The reference points at something that is not a readable container image (unsupported
+    /// manifest, empty image index, config blob that is not an image config). Category:
+    /// InvalidSpec.
+    #[error("{reference} is not a supported container image: {reason}")]
+    UnsupportedImage {
+        /// The image.
+        reference: String,
+        /// Why it cannot be read.
+        reason: String,
+    },
+    /// The registry rejected the request's credentials. Category: Auth.
+    #[error("registry denied access to {reference}{}: {message}", status_suffix(*.status))]
+    Unauthorized {
+        /// The image or repository.
+        reference: String,
+        /// The HTTP status, when known.
+        status: Option<u16>,
+        /// The registry's explanation.
+        message: String,
+    },
+    /// The manifest, tag or repository does not exist. Category: NotFound.
+    #[error("{reference} not found in the registry: {message}")]
+    NotFound {
+        /// The image or repository.
+        reference: String,
+        /// The registry's explanation.
+        message: String,
+    },
+    /// The operation did not finish within the configured time. Category: Infrastructure.
+    #[error("registry request for {reference} timed out after {after:?}")]
+    Timeout {
+        /// The image or repository.
+        reference: String,
+        /// The configured limit.
+        after: Duration,
+    },
+    /// Any other registry or transport failure. Category: Infrastructure.
+    #[error("registry error for {reference}{}: {message}", status_suffix(*.status))]
+    Registry {
+        /// The image or repository.
+        reference: String,
+        /// The HTTP status, when there was a response.
+        status: Option<u16>,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn status_suffix(status: Option<u16>) -> String {
+    status.map_or_else(String::new, |s| format!(" (HTTP {s})"))
+}
+
+impl OciError {
+    /// The stable category of this error.
+    pub fn category(&self) -> OciErrorCategory {
+        match self {
+            Self::InvalidReference { .. }
+            | Self::InvalidPullSecret { .. }
+            | Self::InvalidLabel { .. }
+            | Self::UnsupportedImage { .. } => OciErrorCategory::InvalidSpec,
+            Self::Unauthorized { .. } => OciErrorCategory::Auth,
+            Self::NotFound { .. } => OciErrorCategory::NotFound,
+            Self::Timeout { .. } | Self::Registry { .. } => OciErrorCategory::Infrastructure,
+        }
+    }
+
+    /// Classifies an HTTP error response (status and body) from a registry.
+    pub(crate) fn from_status(reference: &str, status: u16, body: &str) -> Self {
+        let reference = reference.to_owned();
+        let message = registry_message(body);
+        match status {
+            401 | 403 => Self::Unauthorized {
+                reference,
+                status: Some(status),
+                message,
+            },
+            404 => Self::NotFound { reference, message },
+            _ => Self::Registry {
+                reference,
+                status: Some(status),
+                message,
+            },
+        }
+    }
+
+    /// Classifies an error raised by `oci-client`.
+    pub(crate) fn from_distribution(reference: &str, err: OciDistributionError) -> Self {
+        let owned = reference.to_owned();
+        match err {
+            OciDistributionError::UnauthorizedError { .. } => Self::Unauthorized {
+                reference: owned,
+                status: Some(401),
+                message: "authentication required or credentials rejected".to_owned(),
+            },
+            OciDistributionError::AuthenticationFailure(message) => Self::Unauthorized {
+                reference: owned,
+                status: None,
+                message: format!("token exchange failed: {}", truncate(&message)),
+            },
+            OciDistributionError::ServerError { code, message, .. } => {
+                Self::from_status(reference, code, &message)
+            }
+            OciDistributionError::RegistryError { envelope, .. } => {
+                let message = envelope
+                    .errors
+                    .iter()
+                    .map(|e| format!("{}: {}", code_name(&e.code), e.message))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                match envelope.errors.first().map(|e| code_category(&e.code)) {
+                    Some(OciErrorCategory::Auth) => Self::Unauthorized {
+                        reference: owned,
+                        status: None,
+                        message,
+                    },
+                    Some(OciErrorCategory::NotFound) => Self::NotFound {
+                        reference: owned,
+                        message,
+                    },
+                    Some(OciErrorCategory::InvalidSpec) => Self::UnsupportedImage {
+                        reference: owned,
+                        reason: message,
+                    },
+                    Some(OciErrorCategory::Infrastructure) | None => Self::Registry {
+                        reference: owned,
+                        status: None,
+                        message,
+                    },
+                }
+            }
+            OciDistributionError::RequestError(e) => Self::from_reqwest(reference, &e),
+            OciDistributionError::ImageManifestNotFoundError(reason)
+            | OciDistributionError::ManifestParsingError(reason)
+            | OciDistributionError::VersionedParsingError(reason)
+            | OciDistributionError::UnsupportedMediaTypeError(reason)
+            | OciDistributionError::ConfigConversionError(reason) => Self::UnsupportedImage {
+                reference: owned,
+                reason,
+            },
+            OciDistributionError::UnsupportedSchemaVersionError(v) => Self::UnsupportedImage {
+                reference: owned,
+                reason: format!("manifest schema version {v} (only version 2 is supported)"),
+            },
+            OciDistributionError::ImageIndexParsingNoPlatformResolverError => {
+                Self::UnsupportedImage {
+                    reference: owned,
+                    reason: "image index without a platform resolver".to_owned(),
+                }
+            }
+            other => Self::Registry {
+                reference: owned,
+                status: None,
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// Classifies a transport error of `reqwest`.
+    pub(crate) fn from_reqwest(reference: &str, err: &reqwest::Error) -> Self {
+        if let Some(status) = err.status() {
+            return Self::from_status(reference, status.as_u16(), "");
+        }
+        let kind = if err.is_timeout() {
+            "timeout"
+        } else if err.is_connect() {
+            "connection failed"
+        } else {
+            "transport error"
+        };
+        Self::Registry {
+            reference: reference.to_owned(),
+            status: None,
+            message: format!("{kind}: {}", error_chain(err)),
+        }
+    }
+}
+
+fn code_name(code: &OciErrorCode) -> String {
+    match code {
+        OciErrorCode::Other(s) => s.clone(),
+        known => serde_json::to_value(known)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("{known:?}")),
+    }
+}
+
+fn code_category(code: &OciErrorCode) -> OciErrorCategory {
+    match code {
+        OciErrorCode::Unauthorized | OciErrorCode::Denied => OciErrorCategory::Auth,
+        OciErrorCode::ManifestUnknown
+        | OciErrorCode::NameUnknown
+        | OciErrorCode::NotFound
+        | OciErrorCode::BlobUnknown
+        | OciErrorCode::ManifestBlobUnknown => OciErrorCategory::NotFound,
+        OciErrorCode::NameInvalid
+        | OciErrorCode::TagInvalid
+        | OciErrorCode::ManifestInvalid
+        | OciErrorCode::Unsupported => OciErrorCategory::InvalidSpec,
+        OciErrorCode::Other(s) => {
+            let s = s.to_ascii_lowercase();
+            if s.contains("unauthorized") || s.contains("denied") || s.contains("forbidden") {
+                OciErrorCategory::Auth
+            } else if s.contains("unknown") || s.contains("not_found") {
+                OciErrorCategory::NotFound
+            } else {
+                OciErrorCategory::Infrastructure
+            }
+        }
+        _ => OciErrorCategory::Infrastructure,
+    }
+}
+
+/// The first OCI error message of a registry error body, or the (truncated) body itself.
+fn registry_message(body: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        errors: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        code: String,
+        #[serde(default)]
+        message: String,
+    }
+    match serde_json::from_str::<Envelope>(body) {
+        Ok(env) if !env.errors.is_empty() => env
+            .errors
+            .iter()
+            .map(|e| format!("{}: {}", e.code, e.message))
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ if body.trim().is_empty() => "no details".to_owned(),
+        _ => truncate(body.trim()),
+    }
+}
+
+fn truncate(s: &str) -> String {
+    const MAX: usize = 300;
+    if s.len() <= MAX {
+        return s.to_owned();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "unit_tests/error.rs"]
+mod tests;

@@ -1,0 +1,197 @@
+//! Paginated tag listing: `GET /v2/<name>/tags/list?n=<page>`, following `Link` headers.
+//!
+//! Contract:
+//! - The first request asks for `n` tags; every further page is the `rel="next"` URL of the
+//!   previous response's `Link` header (resolved against the request URL), as the distribution
+//!   spec prescribes. A registry that ignores `n` and returns everything in one page works too.
+//! - Links to another scheme, host or port are refused, so credentials never leave the
+//!   registry; a page seen twice ends the walk; more than `max_pages` pages is an error.
+//! - Credentials: a bearer token obtained through `oci-client`'s token exchange when the
+//!   registry asks for one, else HTTP basic credentials, else none.
+//! - Tags are returned in the registry's order, duplicates removed.
+
+use std::collections::HashSet;
+
+use oci_client::RegistryOperation;
+use reqwest::header::{HeaderMap, LINK};
+use serde::Deserialize;
+
+use crate::auth::Credentials;
+use crate::client::ClientPool;
+use crate::error::OciError;
+use crate::reference::ImageReference;
+
+/// Paging limits for [`list_tags`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Paging {
+    pub page_size: usize,
+    pub max_pages: usize,
+}
+
+#[derive(Deserialize)]
+struct TagPage {
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+enum Authorization {
+    None,
+    Bearer(String),
+    Basic(String, String),
+}
+
+/// Lists every tag of `repository` (its tag and digest are ignored).
+pub(crate) async fn list_tags(
+    http: &reqwest::Client,
+    pool: &ClientPool,
+    repository: &ImageReference,
+    credentials: &Credentials,
+    paging: Paging,
+) -> Result<Vec<String>, OciError> {
+    let shown = repository.name();
+    let authorization = authorization(pool, repository, credentials).await?;
+    let host = repository.api_host();
+    let first = format!(
+        "{}://{host}/v2/{}/tags/list?n={}",
+        pool.transport().scheme(host),
+        repository.repository(),
+        paging.page_size.max(1)
+    );
+    let mut url = reqwest::Url::parse(&first).map_err(|e| OciError::Registry {
+        reference: shown.clone(),
+        status: None,
+        message: format!("cannot build tag list URL: {e}"),
+    })?;
+    let mut tags = Vec::new();
+    let mut seen_tags = HashSet::new();
+    let mut seen_pages = HashSet::new();
+    for _ in 0..paging.max_pages {
+        if !seen_pages.insert(url.to_string()) {
+            tracing::warn!(repository = %shown, %url, "registry pagination repeats a page; stopping");
+            return Ok(tags);
+        }
+        let request = match &authorization {
+            Authorization::None => http.get(url.clone()),
+            Authorization::Bearer(token) => http.get(url.clone()).bearer_auth(token),
+            Authorization::Basic(user, password) => {
+                http.get(url.clone()).basic_auth(user, Some(password))
+            }
+        };
+        let response = request
+            .send()
+            .await
+            .map_err(|e| OciError::from_reqwest(&shown, &e))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| OciError::from_reqwest(&shown, &e))?;
+        if status != reqwest::StatusCode::OK {
+            return Err(OciError::from_status(&shown, status.as_u16(), &body));
+        }
+        let page: TagPage = serde_json::from_str(&body).map_err(|e| OciError::Registry {
+            reference: shown.clone(),
+            status: Some(status.as_u16()),
+            message: format!("tag list is not JSON: {e}"),
+        })?;
+        for tag in page.tags.unwrap_or_default() {
+            if seen_tags.insert(tag.clone()) {
+                tags.push(tag);
+            }
+        }
+        let Some(next) = next_link(&headers, &url) else {
+            return Ok(tags);
+        };
+        if next.scheme() != url.scheme()
+            || next.host_str() != url.host_str()
+            || next.port_or_known_default() != url.port_or_known_default()
+        {
+            return Err(OciError::Registry {
+                reference: shown,
+                status: None,
+                message: format!("pagination link leaves the registry: {next}"),
+            });
+        }
+        tracing::debug!(repository = %shown, next = %next, "following tag list Link");
+        url = next;
+    }
+    Err(OciError::Registry {
+        reference: shown,
+        status: None,
+        message: format!("tag list has more than {} pages", paging.max_pages),
+    })
+}
+
+async fn authorization(
+    pool: &ClientPool,
+    repository: &ImageReference,
+    credentials: &Credentials,
+) -> Result<Authorization, OciError> {
+    if let Credentials::Bearer(token) = credentials {
+        return Ok(Authorization::Bearer(token.clone()));
+    }
+    let client = pool.client(repository.api_host(), credentials);
+    let token = client
+        .auth(
+            &repository.to_oci(),
+            &credentials.to_oci(),
+            RegistryOperation::Pull,
+        )
+        .await
+        .map_err(|e| OciError::from_distribution(&repository.name(), e))?;
+    Ok(match (token, credentials) {
+        (Some(token), _) => Authorization::Bearer(token),
+        (None, Credentials::Basic { username, password }) => {
+            Authorization::Basic(username.clone(), password.clone())
+        }
+        (None, _) => Authorization::None,
+    })
+}
+
+/// The `rel="next"` target of a `Link` header, resolved against `base`.
+fn next_link(headers: &HeaderMap, base: &reqwest::Url) -> Option<reqwest::Url> {
+    headers
+        .get_all(LINK)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(parse_link_header)
+        .find(|(_, rel)| {
+            rel.split_whitespace()
+                .any(|r| r.eq_ignore_ascii_case("next"))
+        })
+        .and_then(|(target, _)| base.join(&target).ok())
+}
+
+/// `<url>; rel="next", <url2>; rel=prev` → [(url, next), (url2, prev)].
+fn parse_link_header(value: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>') else {
+            break;
+        };
+        let target = rest[open + 1..open + close].trim().to_owned();
+        let after = &rest[open + close + 1..];
+        let params_end = after.find('<').unwrap_or(after.len());
+        let rel = after[..params_end]
+            .split(';')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("rel"))
+            .map(|(_, v)| {
+                v.trim()
+                    .trim_end_matches(',')
+                    .trim()
+                    .trim_matches('"')
+                    .to_owned()
+            })
+            .unwrap_or_default();
+        out.push((target, rel));
+        rest = &after[params_end..];
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "unit_tests/tags.rs"]
+mod tests;

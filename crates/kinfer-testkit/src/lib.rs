@@ -1,0 +1,100 @@
+//! # kinfer-testkit
+//!
+//! An in-process Kubernetes API server over real HTTP on 127.0.0.1, so the real
+//! `kube::Client`, watchers, reflectors and `kube::runtime::Controller` run unchanged against
+//! it. It knows nothing about kinfer's kinds: it serves the built-in kinds below plus every
+//! CustomResourceDefinition created through it.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kinfer_testkit::Error> {
+//! let env = kinfer_testkit::test_client().await?; // or KINFER_TEST_KUBECONFIG
+//! let client = env.client();
+//! # let _ = client; Ok(()) }
+//! ```
+//!
+//! ## Supported behaviour (each pinned by a test in `tests/`)
+//! - Discovery: `/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`, `/version`, for
+//!   Namespace, Node, Pod (+`pods/log`), Service, ServiceAccount, Secret, ConfigMap, Event,
+//!   PersistentVolumeClaim, Endpoints, Deployment, ReplicaSet, StatefulSet, Job,
+//!   HorizontalPodAutoscaler (v2), Role, RoleBinding, ClusterRole, ClusterRoleBinding, Lease,
+//!   events.k8s.io Event, PodDisruptionBudget, NetworkPolicy, webhook configurations,
+//!   CustomResourceDefinition, and every served version of every created CRD.
+//! - get; list with label selectors, field selectors (any dotted path), `limit` + `continue`
+//!   (410 for a token older than the history window); create with `generateName`; update with
+//!   409 on a stale resourceVersion; delete with preconditions and `propagationPolicy`;
+//!   deletecollection; `dryRun=All`.
+//! - watch from a resourceVersion or from the current state, `allowWatchBookmarks`,
+//!   `sendInitialEvents`, `timeoutSeconds`, 410 Gone (an ERROR event carrying an `Expired`
+//!   Status) when the version is older than the kept history; selectors on watches.
+//! - patch: JSON merge, JSON patch, strategic merge for built-in kinds (415 for CRDs, like the
+//!   real server), server-side apply with `managedFields` per manager, conflicts (409 listing
+//!   fields and managers), `force=true`, removal of fields a manager stops applying, and no-op
+//!   applies that neither bump resourceVersion nor emit an event (true of every no-op write).
+//! - status subresource: the main endpoint ignores status, `/status` ignores everything else;
+//!   `metadata.generation` bumps on changes outside metadata and status only.
+//! - finalizers and `deletionTimestamp`; owner-reference garbage collection (background,
+//!   foreground with `blockOwnerDeletion`, orphan), namespaced dependents of cluster-scoped
+//!   owners; namespace deletion cascades.
+//! - CRD schemas on write: pruning, defaults, validation (see [`schema`]); 422 `Invalid` with
+//!   `details.causes[].field`.
+//! - Fault injection per verb × resource (× name) and request counters ([`faults`]).
+//! - An opt-in workload simulator ([`simulator`]).
+//! - Entry points: [`TestCluster`] (random loopback port, `client()`, `kubeconfig()`,
+//!   `install_crds()`, `faults()`, `counters()`, `hold()`/`release()`, `shutdown()`),
+//!   [`test_client`] (in-process, or `KINFER_TEST_KUBECONFIG`), and [`run_cluster`] /
+//!   [`serve_until`] for `kinfer cluster`.
+//! - Debian's `kubectl` works against it (tests/kubectl.rs): client-side and server-side apply,
+//!   `get -o yaml`, `get -w`, `delete --cascade`, CRD then instance, and
+//!   `kubectl kustomize deploy/default | kubectl apply -f -`.
+//!
+//! ## Known differences from a real API server
+//! - No authentication, authorization, admission webhooks, or aggregated discovery;
+//!   `/openapi/v2` is an empty document (so kubectl's client-side validation finds no schema)
+//!   and `/openapi/v3` answers 404; `fieldValidation` is ignored (unknown fields of custom
+//!   resources are pruned silently, as with `fieldValidation=Ignore`).
+//! - Only HTTP/1.1 without TLS; no protobuf, only JSON (YAML accepted for apply patches).
+//! - No annotation size limits, no name format validation of built-in kinds.
+//! - One storage bucket per resource; versions are not converted (only `apiVersion` changes).
+//! - `continue` tokens do not give a consistent snapshot: later pages see current data.
+//! - Field selectors accept any dotted path, not only the per-kind supported fields.
+//! - Server-side apply: lists of custom resources are atomic unless the schema says
+//!   `x-kubernetes-list-type`; built-in kinds use a fixed table of merge keys (container ports
+//!   keyed by `containerPort` only); no per-field type-aware normalisation (`"1"` vs `1`).
+//! - Strategic merge: `$setElementOrder` is ignored (existing order is kept).
+//! - CEL: only `self == oldSelf` is evaluated; other rules are accepted without checks.
+//! - Built-in kinds are not validated nor defaulted (beyond namespace phase, pod phase, CRD
+//!   status); no grace periods: pods are deleted at once.
+//! - Watch bookmarks are sent every few seconds (configurable), not every minute.
+//! - `deletecollection` answers the list of deleted objects; DELETE answers 202 with the object
+//!   while finalizers are pending, 200 with the object otherwise.
+//! - The simulator's pods never run containers; Job pods are named `<job>-sim`; Deployments
+//!   have no ReplicaSets or Pods.
+
+pub mod builtin;
+pub mod cluster;
+pub mod commit;
+pub mod delete;
+pub mod discovery;
+pub mod error;
+pub mod faults;
+pub mod gc;
+pub mod patch;
+pub mod read;
+pub mod resources;
+pub mod schema;
+pub mod selectors;
+pub mod server;
+pub mod simulator;
+pub mod state;
+pub mod store;
+pub mod watch;
+pub mod write;
+
+pub use cluster::{
+    FaultHandle, RunOptions, TestCluster, TestEnv, client_from_kubeconfig, load_crds, run_cluster,
+    serve_until, test_client,
+};
+pub use error::{ApiError, Error};
+pub use faults::{Counters, Fault};
+pub use simulator::{JobOutcome, Simulator};
+pub use state::Options;

@@ -1,0 +1,406 @@
+//! Server-side apply and managed-fields bookkeeping.
+//!
+//! Contract:
+//! - Every write records which manager set which fields in `metadata.managedFields`, one entry
+//!   per (manager, operation, subresource). Updates (`PUT`, non-apply patches, creates) give
+//!   the writer the fields it changed and take them from every other manager.
+//! - An apply (`application/apply-patch+yaml`) declares the full intent of one manager:
+//!   fields another manager owns with a different value are conflicts (409) unless `force`;
+//!   fields the manager applied before but no longer does are removed unless another manager
+//!   still owns them; keyed lists merge per item, atomic lists are replaced.
+//! - The main endpoint tracks everything but `status`, the `/status` endpoint only `status`.
+
+use serde_json::{Map, Value, json};
+
+use super::fieldset::{self, FieldSet, Path, Pe};
+use super::shape::{ListKind, Shape};
+
+/// Which part of an object a request writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Everything but status (for resources with a status subresource).
+    Main,
+    /// Only status.
+    Status,
+    /// Everything (resources without a status subresource).
+    Whole,
+}
+
+impl Part {
+    fn subresource(self) -> &'static str {
+        if self == Self::Status { "status" } else { "" }
+    }
+}
+
+/// One managedFields entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Manager name.
+    pub manager: String,
+    /// `Apply` or `Update`.
+    pub operation: String,
+    /// Empty or `status`.
+    pub subresource: String,
+    /// apiVersion the fields were written with.
+    pub api_version: String,
+    /// Time of the last change of this entry.
+    pub time: String,
+    /// Owned fields.
+    pub set: FieldSet,
+}
+
+/// All managedFields entries of an object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Managers(pub Vec<Entry>);
+
+const UNTRACKED_META: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+    "generateName",
+];
+
+/// The part of an object whose fields are tracked for `part`.
+pub fn tracked(obj: &Value, part: Part) -> Value {
+    let mut out = Map::new();
+    let Some(m) = obj.as_object() else {
+        return Value::Object(out);
+    };
+    for (k, v) in m {
+        match (k.as_str(), part) {
+            ("apiVersion" | "kind", _) | ("status", Part::Main) => {}
+            ("status", _) => {
+                out.insert(k.clone(), v.clone());
+            }
+            (_, Part::Status) => {}
+            ("metadata", _) => {
+                let mut meta = v.as_object().cloned().unwrap_or_default();
+                meta.retain(|k, _| !UNTRACKED_META.contains(&k.as_str()));
+                if !meta.is_empty() {
+                    out.insert(k.clone(), Value::Object(meta));
+                }
+            }
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+impl Managers {
+    /// Parse `metadata.managedFields`.
+    pub fn from_object(obj: &Value) -> Self {
+        let entries = obj["metadata"]["managedFields"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| Entry {
+                        manager: e["manager"].as_str().unwrap_or_default().to_owned(),
+                        operation: e["operation"].as_str().unwrap_or("Update").to_owned(),
+                        subresource: e["subresource"].as_str().unwrap_or_default().to_owned(),
+                        api_version: e["apiVersion"].as_str().unwrap_or_default().to_owned(),
+                        time: e["time"].as_str().unwrap_or_default().to_owned(),
+                        set: fieldset::from_fields_v1(&e["fieldsV1"]),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self(entries)
+    }
+
+    /// Write `metadata.managedFields` (entries with empty sets are dropped).
+    pub fn write(&self, obj: &mut Value) {
+        let list: Vec<Value> = self
+            .0
+            .iter()
+            .filter(|e| !e.set.is_empty())
+            .map(|e| {
+                let mut v = json!({
+                    "manager": e.manager,
+                    "operation": e.operation,
+                    "apiVersion": e.api_version,
+                    "time": e.time,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": fieldset::to_fields_v1(&e.set),
+                });
+                if !e.subresource.is_empty() {
+                    v["subresource"] = json!(e.subresource);
+                }
+                v
+            })
+            .collect();
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            if list.is_empty() {
+                meta.remove("managedFields");
+            } else {
+                meta.insert("managedFields".to_owned(), Value::Array(list));
+            }
+        }
+    }
+
+    /// Whether the owned sets (ignoring times) are equal.
+    pub fn same_sets(&self, other: &Self) -> bool {
+        let key = |m: &Self| {
+            let mut v: Vec<_> =
+                m.0.iter()
+                    .filter(|e| !e.set.is_empty())
+                    .map(|e| {
+                        (
+                            e.manager.clone(),
+                            e.operation.clone(),
+                            e.subresource.clone(),
+                            e.set.clone(),
+                        )
+                    })
+                    .collect();
+            v.sort();
+            v
+        };
+        key(self) == key(other)
+    }
+
+    fn entry(
+        &mut self,
+        manager: &str,
+        operation: &str,
+        part: Part,
+        api_version: &str,
+        now: &str,
+    ) -> &mut Entry {
+        let sub = part.subresource();
+        let pos = self
+            .0
+            .iter()
+            .position(|e| e.manager == manager && e.operation == operation && e.subresource == sub);
+        let i = pos.unwrap_or_else(|| {
+            self.0.push(Entry {
+                manager: manager.to_owned(),
+                operation: operation.to_owned(),
+                subresource: sub.to_owned(),
+                api_version: api_version.to_owned(),
+                time: now.to_owned(),
+                set: FieldSet::new(),
+            });
+            self.0.len() - 1
+        });
+        &mut self.0[i]
+    }
+
+    /// Record a non-apply write of `new` over `old` by `manager`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_update(
+        &mut self,
+        old: Option<&Value>,
+        new: &Value,
+        manager: &str,
+        part: Part,
+        api_version: &str,
+        now: &str,
+        shape: &Shape,
+    ) {
+        let empty = json!({});
+        let old_t = old.map_or_else(|| empty.clone(), |o| tracked(o, part));
+        let new_t = tracked(new, part);
+        let old_set = fieldset::collect(&old_t, shape);
+        let new_set = fieldset::collect(&new_t, shape);
+        let changed: FieldSet = new_set
+            .iter()
+            .filter(|p| fieldset::get(&old_t, p, shape) != fieldset::get(&new_t, p, shape))
+            .cloned()
+            .collect();
+        let removed: FieldSet = old_set.difference(&new_set).cloned().collect();
+        if changed.is_empty() && removed.is_empty() {
+            return;
+        }
+        for e in &mut self.0 {
+            e.set
+                .retain(|p| !changed.contains(p) && !removed.contains(p));
+        }
+        let e = self.entry(manager, "Update", part, api_version, now);
+        e.set.extend(changed);
+        now.clone_into(&mut e.time);
+        api_version.clone_into(&mut e.api_version);
+        self.0.retain(|e| !e.set.is_empty());
+    }
+
+    /// Server-side apply of `applied` by `manager` over `current`; returns the new object or the
+    /// conflicts as (path, other manager).
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply(
+        &mut self,
+        current: &Value,
+        applied: &Value,
+        manager: &str,
+        force: bool,
+        part: Part,
+        api_version: &str,
+        now: &str,
+        shape: &Shape,
+    ) -> Result<Value, Vec<(String, String)>> {
+        let cur_t = tracked(current, part);
+        let app_t = tracked(applied, part);
+        let app_set = fieldset::collect(&app_t, shape);
+        let sub = part.subresource();
+        let mut conflicts = Vec::new();
+        for e in self
+            .0
+            .iter()
+            .filter(|e| e.manager != manager && e.subresource == sub)
+        {
+            for p in app_set.intersection(&e.set) {
+                if fieldset::get(&cur_t, p, shape) != fieldset::get(&app_t, p, shape) {
+                    conflicts.push((fieldset::display(p), e.manager.clone()));
+                }
+            }
+        }
+        if !conflicts.is_empty() && !force {
+            return Err(conflicts);
+        }
+        let mut new = current.clone();
+        let prev: FieldSet = self
+            .0
+            .iter()
+            .find(|e| e.manager == manager && e.operation == "Apply" && e.subresource == sub)
+            .map(|e| e.set.clone())
+            .unwrap_or_default();
+        let owned_by_others = |p: &Path| {
+            self.0.iter().any(|e| {
+                !(e.manager == manager && e.operation == "Apply")
+                    && e.set.iter().any(|q| q.starts_with(p))
+            })
+        };
+        let dropped: Vec<&Path> = prev
+            .iter()
+            .filter(|p| !app_set.contains(*p) && !owned_by_others(p))
+            .collect();
+        // Remove only the outermost dropped paths (a dropped item takes its fields with it), and
+        // never the key fields of an item that stays.
+        for p in &dropped {
+            let inside_dropped = dropped
+                .iter()
+                .any(|q| q.len() < p.len() && p.starts_with(q));
+            if !inside_dropped && !is_key_field(p) {
+                fieldset::remove(&mut new, p, shape);
+            }
+        }
+        merge(&mut new, &app_t, shape, &mut Vec::new());
+        let new_t = tracked(&new, part);
+        // Others lose fields whose value this apply changed (forced) or that no longer exist.
+        for e in &mut self.0 {
+            if e.manager == manager && e.operation == "Apply" {
+                continue;
+            }
+            e.set.retain(|p| {
+                let now_v = fieldset::get(&new_t, p, shape);
+                now_v.is_some()
+                    && !(app_set.contains(p) && fieldset::get(&cur_t, p, shape) != now_v)
+            });
+        }
+        let e = self.entry(manager, "Apply", part, api_version, now);
+        if e.set != app_set {
+            e.set = app_set;
+            now.clone_into(&mut e.time);
+        }
+        api_version.clone_into(&mut e.api_version);
+        self.0.retain(|e| !e.set.is_empty());
+        Ok(new)
+    }
+}
+
+/// Merge an applied configuration into an object: objects recursively, keyed lists per item,
+/// set lists by union, everything else replaced.
+fn merge(dst: &mut Value, src: &Value, shape: &Shape, path: &mut Vec<String>) {
+    match src {
+        Value::Object(s) => {
+            if !dst.is_object() {
+                *dst = Value::Object(Map::new());
+            }
+            let Value::Object(d) = dst else { return };
+            for (k, v) in s {
+                if v.is_null() {
+                    continue;
+                }
+                path.push(k.clone());
+                merge(d.entry(k.clone()).or_insert(Value::Null), v, shape, path);
+                path.pop();
+            }
+        }
+        Value::Array(items) => match shape.list_kind(path) {
+            ListKind::Map(keys) => {
+                let mut cur = dst.as_array().cloned().unwrap_or_default();
+                for item in items {
+                    let k = fieldset::item_key(item, &keys);
+                    match cur.iter().position(|c| fieldset::item_key(c, &keys) == k) {
+                        Some(i) => merge(&mut cur[i], item, shape, path),
+                        None => cur.push(item.clone()),
+                    }
+                }
+                *dst = Value::Array(cur);
+            }
+            ListKind::Set => {
+                let mut cur = dst.as_array().cloned().unwrap_or_default();
+                for it in items {
+                    if !cur.contains(it) {
+                        cur.push(it.clone());
+                    }
+                }
+                *dst = Value::Array(cur);
+            }
+            ListKind::Atomic => *dst = src.clone(),
+        },
+        _ => *dst = src.clone(),
+    }
+}
+
+/// `[..., k:{"name":"x"}, f:name]`: a key field of a keyed item.
+fn is_key_field(p: &Path) -> bool {
+    match p.as_slice() {
+        [.., Pe::K(k), Pe::F(f)] => {
+            serde_json::from_str::<Map<String, Value>>(k).is_ok_and(|m| m.contains_key(f))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn keyed_items_from_two_managers() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}}}}});
+        let shape = Shape::Schema(Arc::new(schema));
+        let mut m = Managers::default();
+        let base = json!({"metadata": {"name": "a"}});
+        let one =
+            json!({"metadata": {"name": "a"}, "spec": {"ports": [{"name": "http", "port": 80}]}});
+        let v1 = m
+            .apply(&base, &one, "one", false, Part::Whole, "v1", "t", &shape)
+            .unwrap();
+        let two =
+            json!({"metadata": {"name": "a"}, "spec": {"ports": [{"name": "grpc", "port": 90}]}});
+        let v2 = m
+            .apply(&v1, &two, "two", false, Part::Whole, "v1", "t", &shape)
+            .unwrap();
+        assert_eq!(
+            v2["spec"]["ports"],
+            json!([{"name": "http", "port": 80}, {"name": "grpc", "port": 90}])
+        );
+        let none = json!({"metadata": {"name": "a"}, "spec": {"ports": []}});
+        let v3 = m
+            .apply(&v2, &none, "two", false, Part::Whole, "v1", "t", &shape)
+            .unwrap();
+        assert_eq!(v3["spec"]["ports"], json!([{"name": "http", "port": 80}]));
+    }
+}

@@ -1,0 +1,159 @@
+//! Shared server state: the store, the resource registry, faults, counters, the garbage
+//! collector's wake-up and the options the cluster was started with.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+
+use crate::faults::{Counters, Faults};
+use crate::resources::{Registry, ResourceDef};
+use crate::simulator::Simulator;
+use crate::store::{Bucket, Store};
+
+/// Options for a test cluster.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Number of events kept for watches to resume from (older versions answer 410 Gone).
+    pub history_limit: usize,
+    /// Interval between watch bookmarks for watches that allow them.
+    pub bookmark_interval: Duration,
+    /// Run the workload simulator.
+    pub simulate: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            history_limit: 10_000,
+            bookmark_interval: Duration::from_secs(5),
+            simulate: false,
+        }
+    }
+}
+
+/// Everything a request handler needs.
+#[derive(Debug)]
+pub struct State {
+    /// Objects.
+    pub store: Store,
+    /// Served resources.
+    pub registry: RwLock<Registry>,
+    /// Injected faults.
+    pub faults: Faults,
+    /// Request counters.
+    pub counters: Counters,
+    /// Wakes the garbage collector.
+    pub gc: Notify,
+    /// Bumped to cut every open watch.
+    pub watch_cut: watch::Sender<u64>,
+    /// Start options.
+    pub options: Options,
+    /// The workload simulator's settings (also used when it is off, for pod logs).
+    pub simulator: Simulator,
+    uid_counter: AtomicU64,
+    seed: u64,
+}
+
+impl State {
+    /// New state with the default namespaces.
+    pub fn new(options: Options) -> Arc<Self> {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::from(d.subsec_nanos()) ^ d.as_secs());
+        Arc::new(Self {
+            store: Store::new(options.history_limit),
+            registry: RwLock::new(Registry::default()),
+            faults: Faults::default(),
+            counters: Counters::default(),
+            gc: Notify::new(),
+            watch_cut: watch::channel(0).0,
+            options,
+            simulator: Simulator::default(),
+            uid_counter: AtomicU64::new(1),
+            seed,
+        })
+    }
+
+    /// A read-only view of the registry.
+    pub fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        self.registry
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A writable view of the registry.
+    pub fn registry_mut(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
+        self.registry
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Any served version of the resource stored in `bucket`.
+    pub fn def_for_bucket(&self, bucket: &Bucket) -> Option<ResourceDef> {
+        self.registry()
+            .all()
+            .find(|d| d.group == bucket.0 && d.plural == bucket.1)
+            .cloned()
+    }
+
+    /// A fresh UUID-shaped uid.
+    pub fn new_uid(&self) -> String {
+        let n = self.uid_counter.fetch_add(1, Ordering::Relaxed);
+        let a = splitmix(self.seed ^ n);
+        let b = splitmix(a ^ n.rotate_left(17));
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            b >> 52,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    /// Five lowercase alphanumerics for generateName.
+    pub fn random_suffix(&self) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let mut x = splitmix(
+            self.seed
+                ^ self
+                    .uid_counter
+                    .fetch_add(1, Ordering::Relaxed)
+                    .wrapping_mul(31),
+        );
+        let mut s = String::new();
+        for _ in 0..5 {
+            let i = usize::try_from(x % ALPHABET.len() as u64).unwrap_or(0);
+            s.push(char::from(ALPHABET[i]));
+            x /= ALPHABET.len() as u64;
+        }
+        s
+    }
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Now, formatted like `metav1.Time` (RFC 3339, seconds).
+pub fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// `metadata.name`.
+pub fn name_of(v: &Value) -> &str {
+    v["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+/// `metadata.namespace` (empty for cluster scope).
+pub fn namespace_of(v: &Value) -> &str {
+    v["metadata"]["namespace"].as_str().unwrap_or_default()
+}

@@ -1,0 +1,338 @@
+//! The write verbs: create (POST), update (PUT) and patch (JSON merge, JSON patch, strategic
+//! merge, server-side apply). Each builds the candidate object and hands it to
+//! [`crate::commit::commit`].
+
+use serde_json::{Value, json};
+
+use crate::commit::{Fields, commit, key, part_of, shape_of};
+use crate::error::ApiError;
+use crate::patch::apply::Managers;
+use crate::patch::{json as jsonpatch, merge, strategic};
+use crate::resources::ResourceDef;
+use crate::state::{State, name_of, now};
+use crate::store::Txn;
+
+/// Request options that affect writes.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOpts {
+    /// `fieldManager`.
+    pub field_manager: Option<String>,
+    /// `force` (apply only).
+    pub force: bool,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// The User-Agent, for the default manager name.
+    pub user_agent: String,
+}
+
+impl WriteOpts {
+    fn manager(&self) -> String {
+        self.field_manager.clone().unwrap_or_else(|| {
+            let ua = self.user_agent.split('/').next().unwrap_or_default();
+            if ua.is_empty() {
+                "unknown".to_owned()
+            } else {
+                ua.to_owned()
+            }
+        })
+    }
+}
+
+/// The kind of patch, from the Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/apply-patch+yaml`.
+    Apply,
+}
+
+fn check_identity(def: &ResourceDef, body: &mut Value, ns: &str) -> Result<(), ApiError> {
+    if !body.is_object() {
+        return Err(ApiError::bad_request("the body must be a JSON object"));
+    }
+    if let Some(kind) = body["kind"].as_str()
+        && kind != def.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind {kind:?} does not match the resource {:?}",
+            def.kind
+        )));
+    }
+    if !body["metadata"].is_object() {
+        body["metadata"] = json!({});
+    }
+    if def.namespaced {
+        match body["metadata"]["namespace"].as_str() {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => body["metadata"]["namespace"] = json!(ns),
+        }
+    } else if let Some(m) = body["metadata"].as_object_mut() {
+        m.remove("namespace");
+    }
+    Ok(())
+}
+
+fn check_namespace(txn: &Txn<'_>, def: &ResourceDef, ns: &str) -> Result<(), ApiError> {
+    if !def.namespaced {
+        return Ok(());
+    }
+    let Some(n) = txn.get(
+        &(String::new(), "namespaces".to_owned()),
+        &(String::new(), ns.to_owned()),
+    ) else {
+        return Err(ApiError::not_found("", "namespaces", ns));
+    };
+    if n["metadata"].get("deletionTimestamp").is_some() {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                def.plural
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// POST: create.
+pub fn create(
+    state: &State,
+    def: &ResourceDef,
+    ns: &str,
+    mut body: Value,
+    opts: &WriteOpts,
+) -> Result<Value, ApiError> {
+    check_identity(def, &mut body, ns)?;
+    let mut txn = state.store.txn();
+    check_namespace(&txn, def, ns)?;
+    if name_of(&body).is_empty() {
+        let Some(prefix) = body["metadata"]["generateName"].as_str().map(str::to_owned) else {
+            return Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                "",
+                &[crate::error::Cause {
+                    reason: "FieldValueRequired",
+                    message: "Required value: name or generateName is required".to_owned(),
+                    field: "metadata.name".to_owned(),
+                }],
+            ));
+        };
+        body["metadata"]["name"] = json!(format!("{prefix}{}", state.random_suffix()));
+    }
+    let name = name_of(&body).to_owned();
+    if txn.get(&def.bucket(), &key(def, ns, &name)).is_some() {
+        return Err(ApiError::already_exists(&def.group, &def.plural, &name));
+    }
+    commit(
+        &mut txn,
+        state,
+        def,
+        None,
+        body,
+        None,
+        Fields::Update(opts.manager()),
+        opts.dry_run,
+    )
+}
+
+/// PUT: update (409 on a stale resourceVersion).
+pub fn update(
+    state: &State,
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+    mut body: Value,
+    opts: &WriteOpts,
+) -> Result<Value, ApiError> {
+    check_identity(def, &mut body, ns)?;
+    if name_of(&body) != name {
+        return Err(ApiError::bad_request(
+            "the name of the object does not match the name on the URL",
+        ));
+    }
+    let mut txn = state.store.txn();
+    let k = key(def, ns, name);
+    let Some(old) = txn.get(&def.bucket(), &k).cloned() else {
+        return Err(ApiError::not_found(&def.group, &def.plural, name));
+    };
+    if let Some(rv) = body["metadata"]["resourceVersion"].as_str()
+        && !rv.is_empty()
+        && Some(rv) != old["metadata"]["resourceVersion"].as_str()
+    {
+        return Err(ApiError::conflict(
+            &def.group,
+            &def.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    commit(
+        &mut txn,
+        state,
+        def,
+        Some(&old),
+        body,
+        sub,
+        Fields::Update(opts.manager()),
+        opts.dry_run,
+    )
+}
+
+/// PATCH of any kind; apply creates the object when absent.
+#[allow(clippy::too_many_arguments)]
+pub fn patch(
+    state: &State,
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+    kind: PatchKind,
+    patch: &Value,
+    opts: &WriteOpts,
+) -> Result<Value, ApiError> {
+    let mut txn = state.store.txn();
+    let k = key(def, ns, name);
+    let old = txn.get(&def.bucket(), &k).cloned();
+    let shape = shape_of(def);
+    if kind == PatchKind::Apply {
+        let Some(manager) = opts.field_manager.clone() else {
+            return Err(ApiError::bad_request(
+                "PATCH, application/apply-patch+yaml requires fieldManager to be set",
+            ));
+        };
+        let mut applied = patch.clone();
+        check_identity(def, &mut applied, ns)?;
+        if name_of(&applied) != name {
+            return Err(ApiError::bad_request(
+                "the name of the object does not match the name on the URL",
+            ));
+        }
+        if old.is_none() {
+            check_namespace(&txn, def, ns)?;
+        }
+        let base = old.clone().unwrap_or_else(|| {
+            let mut meta = json!({ "name": name });
+            if def.namespaced {
+                meta["namespace"] = json!(ns);
+            }
+            json!({ "apiVersion": def.api_version(), "kind": def.kind, "metadata": meta })
+        });
+        let mut managers = Managers::from_object(&base);
+        let part = part_of(def, sub);
+        let new = managers
+            .apply(
+                &base,
+                &applied,
+                &manager,
+                opts.force,
+                part,
+                &def.api_version(),
+                &now(),
+                &shape,
+            )
+            .map_err(|conflicts| conflict_error(def, name, &conflicts))?;
+        return commit(
+            &mut txn,
+            state,
+            def,
+            old.as_ref(),
+            new,
+            sub,
+            Fields::Computed(managers),
+            opts.dry_run,
+        );
+    }
+    let Some(old) = old else {
+        return Err(ApiError::not_found(&def.group, &def.plural, name));
+    };
+    let mut new = old.clone();
+    match kind {
+        PatchKind::Merge => merge::merge_patch(&mut new, patch),
+        PatchKind::Json => jsonpatch::json_patch(&mut new, patch).map_err(|e| {
+            ApiError::new(
+                422,
+                "Invalid",
+                format!("the JSON patch could not be applied: {e}"),
+            )
+        })?,
+        PatchKind::Strategic => {
+            if def.custom {
+                return Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                ));
+            }
+            strategic::strategic_merge(&mut new, patch, &shape);
+        }
+        PatchKind::Apply => {}
+    }
+    if let Some(rv) = patch["metadata"]["resourceVersion"].as_str()
+        && rv
+            != old["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+    {
+        return Err(ApiError::conflict(
+            &def.group,
+            &def.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    if name_of(&new) != name {
+        return Err(ApiError::bad_request(
+            "the name of the object cannot be changed",
+        ));
+    }
+    commit(
+        &mut txn,
+        state,
+        def,
+        Some(&old),
+        new,
+        sub,
+        Fields::Update(opts.manager()),
+        opts.dry_run,
+    )
+}
+
+fn conflict_error(def: &ResourceDef, name: &str, conflicts: &[(String, String)]) -> ApiError {
+    let n = conflicts.len();
+    let lines: Vec<String> = conflicts
+        .iter()
+        .map(|(f, m)| format!("conflict with \"{m}\": {f}"))
+        .collect();
+    let mut e = ApiError::new(
+        409,
+        "Conflict",
+        format!(
+            "Apply failed with {n} conflict{}: {}",
+            if n == 1 { "" } else { "s" },
+            lines.join("\n")
+        ),
+    );
+    e.details = Some(json!({
+        "name": name,
+        "group": def.group,
+        "kind": def.plural,
+        "causes": conflicts.iter().map(|(f, m)| json!({
+            "reason": "FieldManagerConflict",
+            "message": format!("conflict with \"{m}\""),
+            "field": f,
+        })).collect::<Vec<_>>(),
+    }));
+    e
+}

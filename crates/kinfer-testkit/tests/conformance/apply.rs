@@ -1,0 +1,259 @@
+use kube::api::{Patch, PatchParams};
+use serde_json::{Value, json};
+
+use crate::common::{api_status, cluster, rv, widgets};
+
+fn applied(name: &str, spec: Value) -> Value {
+    json!({ "apiVersion": "test.kinfer.dev/v1", "kind": "Widget", "metadata": { "name": name }, "spec": spec })
+}
+
+fn pp(manager: &str) -> PatchParams {
+    PatchParams::apply(manager)
+}
+
+#[tokio::test]
+async fn apply_creates_when_absent_and_records_managed_fields() {
+    let (_c, client) = cluster().await;
+    let o = widgets(&client)
+        .patch(
+            "a",
+            &pp("op"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.data["spec"]["size"], 2);
+    let mf = o.metadata.managed_fields.unwrap();
+    assert_eq!(mf.len(), 1);
+    assert_eq!(mf[0].manager.as_deref(), Some("op"));
+    assert_eq!(mf[0].operation.as_deref(), Some("Apply"));
+    let fields = serde_json::to_value(&mf[0].fields_v1).unwrap();
+    assert!(fields["f:spec"]["f:size"].is_object(), "{fields}");
+}
+
+#[tokio::test]
+async fn identical_apply_is_a_no_op_without_new_version_or_event() {
+    let (c, client) = cluster().await;
+    let api = widgets(&client);
+    let first = api
+        .patch(
+            "a",
+            &pp("op"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    let before = c.counters().mutations(None);
+    let again = api
+        .patch(
+            "a",
+            &pp("op"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rv(&again), rv(&first));
+    assert_eq!(c.counters().mutations(None), before);
+    assert_eq!(c.resource_version(), rv(&first));
+}
+
+#[tokio::test]
+async fn conflicting_apply_is_409_listing_fields_and_force_takes_ownership() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    api.patch(
+        "a",
+        &pp("one"),
+        &Patch::Apply(applied("a", json!({"size": 2, "name": "x"}))),
+    )
+    .await
+    .unwrap();
+    let e = api
+        .patch(
+            "a",
+            &pp("two"),
+            &Patch::Apply(applied("a", json!({"size": 3}))),
+        )
+        .await
+        .unwrap_err();
+    let s = api_status(e);
+    assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+    assert!(
+        s.message.contains("conflict with \"one\": .spec.size"),
+        "{}",
+        s.message
+    );
+    assert_eq!(s.details.unwrap().causes[0].field, ".spec.size");
+    let o = api
+        .patch(
+            "a",
+            &pp("two").force(),
+            &Patch::Apply(applied("a", json!({"size": 3}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.data["spec"]["size"], 3);
+    let mf = o.metadata.managed_fields.unwrap();
+    let owner_of = |m: &str| {
+        mf.iter()
+            .find(|e| e.manager.as_deref() == Some(m))
+            .map(|e| serde_json::to_value(&e.fields_v1).unwrap())
+    };
+    assert!(owner_of("two").unwrap()["f:spec"]["f:size"].is_object());
+    let one = owner_of("one").unwrap();
+    assert!(
+        one["f:spec"].get("f:size").is_none() && one["f:spec"]["f:name"].is_object(),
+        "{one}"
+    );
+}
+
+#[tokio::test]
+async fn same_value_from_two_managers_is_shared_not_a_conflict() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    api.patch(
+        "a",
+        &pp("one"),
+        &Patch::Apply(applied("a", json!({"size": 2}))),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "a",
+        &pp("two"),
+        &Patch::Apply(applied("a", json!({"size": 2}))),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn fields_no_longer_applied_are_removed_unless_owned_by_another_manager() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    api.patch(
+        "a",
+        &pp("one"),
+        &Patch::Apply(applied("a", json!({"size": 2, "name": "x", "tags": ["t"]}))),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "a",
+        &pp("two"),
+        &Patch::Apply(applied("a", json!({"tags": ["t"]}))),
+    )
+    .await
+    .unwrap();
+    let o = api
+        .patch(
+            "a",
+            &pp("one"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    assert!(o.data["spec"].get("name").is_none(), "{}", o.data);
+    assert_eq!(o.data["spec"]["tags"], json!(["t"]));
+}
+
+#[tokio::test]
+async fn keyed_lists_merge_per_item_between_managers() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    api.patch(
+        "a",
+        &pp("one"),
+        &Patch::Apply(applied(
+            "a",
+            json!({"size": 1, "ports": [{"name": "http", "port": 80}]}),
+        )),
+    )
+    .await
+    .unwrap();
+    let o = api
+        .patch(
+            "a",
+            &pp("two"),
+            &Patch::Apply(applied(
+                "a",
+                json!({"ports": [{"name": "grpc", "port": 90}]}),
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        o.data["spec"]["ports"],
+        json!([{"name": "http", "port": 80}, {"name": "grpc", "port": 90}])
+    );
+    let o = api
+        .patch(
+            "a",
+            &pp("two"),
+            &Patch::Apply(applied("a", json!({"ports": []}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        o.data["spec"]["ports"],
+        json!([{"name": "http", "port": 80}])
+    );
+}
+
+#[tokio::test]
+async fn apply_to_main_endpoint_ignores_status_and_status_apply_ignores_spec() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    let mut body = applied("a", json!({"size": 1}));
+    body["status"] = json!({"phase": "Bogus"});
+    let o = api
+        .patch("a", &pp("op"), &Patch::Apply(body))
+        .await
+        .unwrap();
+    assert!(o.data.get("status").is_none());
+    let st = json!({"apiVersion": "test.kinfer.dev/v1", "kind": "Widget", "metadata": {"name": "a"},
+                    "spec": {"size": 9}, "status": {"phase": "Ready"}});
+    let o = api
+        .patch_status("a", &pp("op-status"), &Patch::Apply(st))
+        .await
+        .unwrap();
+    assert_eq!(o.data["status"]["phase"], "Ready");
+    assert_eq!(o.data["spec"]["size"], 1);
+    let mf = o.metadata.managed_fields.unwrap();
+    assert!(
+        mf.iter().any(|e| e.manager.as_deref() == Some("op-status")
+            && e.subresource.as_deref() == Some("status"))
+    );
+}
+
+#[tokio::test]
+async fn update_takes_ownership_from_appliers() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    api.patch(
+        "a",
+        &pp("one"),
+        &Patch::Apply(applied("a", json!({"size": 1}))),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "a",
+        &PatchParams {
+            field_manager: Some("editor".into()),
+            ..PatchParams::default()
+        },
+        &Patch::Merge(json!({"spec": {"size": 5}})),
+    )
+    .await
+    .unwrap();
+    let e = api
+        .patch(
+            "a",
+            &pp("one"),
+            &Patch::Apply(applied("a", json!({"size": 1}))),
+        )
+        .await
+        .unwrap_err();
+    assert!(api_status(e).message.contains("conflict with \"editor\""));
+}

@@ -1,0 +1,22 @@
+//! Conformance suite: one test per behaviour of the test cluster, through the real
+//! `kube::Client`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::too_many_lines,
+    clippy::needless_pass_by_value
+)]
+#![recursion_limit = "256"]
+
+mod apply;
+mod common;
+mod crud;
+mod discovery;
+mod entry;
+mod faults;
+mod lifecycle;
+mod patch;
+mod runtime;
+mod schema;
+mod simulator;
+mod watch;

@@ -1,0 +1,90 @@
+//! `cargo xtask ci`: the project's test command, exactly what `.ci/run` and the README run.
+//!
+//! 1. installs the system tools the tests need when missing (`scripts/install-test-deps.sh`);
+//! 2. checks that `deploy/crds` matches the types (`gen-crds --check`) and that the dependency
+//!    tree holds a single kube and a single k8s-openapi;
+//! 3. runs every test of the workspace.
+//!
+//! Formatting and clippy run in the GitHub workflow beside it; they are not repeated here so a
+//! 2-core CI machine spends its time on tests.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+pub fn run(root: &Path) -> Result<()> {
+    step(
+        "installing test dependencies",
+        Command::new("bash")
+            .arg(root.join("scripts/install-test-deps.sh"))
+            .current_dir(root),
+    )?;
+    crate::gen_crds::run(true)?;
+    single_kube(root)?;
+    step(
+        "running the workspace tests",
+        Command::new(cargo())
+            .args(["test", "--workspace", "--locked", "--no-fail-fast"])
+            .current_dir(root),
+    )
+}
+
+/// Two kube or k8s-openapi versions in one tree means two incompatible sets of types (a
+/// `gateway-api` upgrade that moved ahead of ours, say): fail early with the culprits.
+fn single_kube(root: &Path) -> Result<()> {
+    let output = Command::new(cargo())
+        .args([
+            "tree",
+            "--workspace",
+            "--duplicates",
+            "--edges",
+            "normal",
+            "--depth",
+            "0",
+        ])
+        .current_dir(root)
+        .output()
+        .context("running cargo tree")?;
+    if !output.status.success() {
+        bail!(
+            "cargo tree failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let tree = String::from_utf8_lossy(&output.stdout);
+    let duplicated: Vec<&str> = tree
+        .lines()
+        .filter(|line| {
+            [
+                "kube ",
+                "kube-core ",
+                "kube-client ",
+                "kube-runtime ",
+                "k8s-openapi ",
+            ]
+            .iter()
+            .any(|name| line.starts_with(name))
+        })
+        .collect();
+    if !duplicated.is_empty() {
+        bail!("more than one version of: {}", duplicated.join(", "));
+    }
+    eprintln!("xtask ci: one kube, one k8s-openapi");
+    Ok(())
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+fn step(what: &str, command: &mut Command) -> Result<()> {
+    eprintln!("xtask ci: {what}");
+    let status = command
+        .status()
+        .with_context(|| format!("{what}: could not start {command:?}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
