@@ -1,6 +1,8 @@
-//! Typed subset of Istio's DestinationRule, `networking.istio.io/v1`.
+//! Typed subset of Istio's DestinationRule, `networking.istio.io/v1beta1`.
 //!
-//! Contract: the host and the TLS client settings kinfer sets for the endpoint picker (which
+//! `v1beta1` (served since Istio 1.1 and still served) rather than `v1` (Istio ≥ 1.22 only): it
+//! is what otterscale's model-operator writes, so an adopted rule keeps its version and older
+//! meshes work. Contract: the host and the TLS client settings kinfer sets for the endpoint picker (which
 //! serves self-signed TLS), with upstream's names, so a built rule validates against the
 //! upstream CRD and round-trips.
 
@@ -12,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "networking.istio.io",
-    version = "v1",
+    version = "v1beta1",
     kind = "DestinationRule",
     plural = "destinationrules",
     namespaced,

@@ -16,6 +16,7 @@
 //! Rules a schema cannot express live in [`validation::Validate`] implementations that return
 //! every violation with its field path.
 
+pub mod accelerator;
 pub mod aim;
 pub mod crds;
 pub mod env;

@@ -4,6 +4,12 @@
 //! told otherwise), memory utilisation, a per-pod custom metric (average value) or an external
 //! metric (value or average value); it is named like the target and carries the standard
 //! labels.
+//!
+//! Utilisation is a percentage of the pods' *requests*: a CPU (or memory) utilisation HPA does
+//! nothing (the HPA reports `FailedGetResourceMetric`) unless every container of the target
+//! requests that resource. The builders that create scalable targets set CPU requests
+//! (ModelService: the user's, AIM: 4 per GPU); a caller scaling a target without them must
+//! pick a [`Metric::Pods`] or [`Metric::External`] metric instead.
 
 use std::collections::BTreeMap;
 

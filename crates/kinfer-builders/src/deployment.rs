@@ -2,13 +2,16 @@
 //!
 //! Contract (`../shared/reference/modelservice/NOTES.md` section b rows 1-7, with its defects
 //! g1-g4 and g15 fixed):
-//! - name `<parent>-<role>`; selector = standard selector + `llm-d.ai/role`; pod labels add
-//!   the pool labels ([`pool_labels`]) so the InferencePool finds decode and prefill pods; no
-//!   version label anywhere;
-//! - accelerators from the accelerator type and tensor × data-local parallelism
-//!   ([`resources::accelerator_resource`]); a user-set count wins, with a [`Warning`];
+//! - name `<parent>-<role>` and labels exactly as otterscale's (adoption: the selector is
+//!   immutable): selector and pod labels = `Selector(<ms>, "model-<role>")` +
+//!   `llm-d.ai/inferenceServing: "true"`, `llm-d.ai/model: <ms>`, `llm-d.ai/role: <role>`;
+//!   no version label anywhere ([`naming::modelservice`], [`labels::otterscale`]);
+//! - accelerators from the accelerator type (or an explicit resource name, e.g. a vGPU
+//!   resource) and tensor × data-local parallelism ([`resources::accelerator_resource`]); a
+//!   user-set count wins, with a [`Warning`];
 //! - init container `model-unpack` unpacks the OCI ModelPack with `kit` into an `emptyDir`
-//!   (plain HTTP only on request), the first pull secret mounted as its Docker config;
+//!   (plain HTTP only on request), the first pull secret mounted as its Docker config; its root
+//!   filesystem is read-only, so `/tmp` is an `emptyDir` and `HOME`/`TMPDIR` point there;
 //! - container `vllm`: `vllm serve <mountPath> --port --served-model-name` plus parallelism
 //!   flags, then the user's args (vLLM: last wins); env `TP_SIZE`, `DP_SIZE`, `DP_SIZE_LOCAL`
 //!   merged with the user's by name; startup/readiness/liveness probes on the engine's health
@@ -24,7 +27,7 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, KeyToPath, PodSpec, PodTemplateSpec, ResourceRequirements,
+    Container, EnvVar, KeyToPath, PodSpec, PodTemplateSpec, ResourceRequirements,
     SecretVolumeSource, Toleration, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -35,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::{self, var};
 use crate::error::{Error, Warning};
 use crate::meta::{Parent, non_empty, non_empty_vec, object_meta};
-use crate::naming::{self, Dns1035Label};
+use crate::naming::{self, Dns1123Subdomain};
 use crate::{labels, pod, resources, security};
 
 /// `app.kubernetes.io/name` of ModelService objects.
@@ -152,6 +155,10 @@ pub struct ModelDeploymentInput {
     pub engine: Engine,
     /// Accelerator type.
     pub accelerator: AcceleratorType,
+    /// The extended resource to request instead of the accelerator type's (a vGPU or
+    /// partitioned-GPU resource such as `otterscale.com/vgpu`); ignored for CPU.
+    #[serde(default)]
+    pub accelerator_resource_name: Option<String>,
     /// Parallelism.
     pub parallelism: Parallelism,
     /// Replicas; `None` when an autoscaler owns them.
@@ -187,45 +194,57 @@ pub struct BuiltDeployment {
 }
 
 /// Labels every serving pod of `parent` carries and the InferencePool selects on (decode and
-/// prefill alike).
+/// prefill alike): otterscale's pool selector, `{name, part-of, managed-by,
+/// llm-d.ai/inferenceServing, llm-d.ai/model}`.
 pub fn pool_labels(parent: &Parent) -> BTreeMap<String, String> {
-    let standard = parent.labels(APP, "serving");
-    BTreeMap::from([
-        (labels::NAME.to_owned(), standard.name.clone()),
-        (labels::INSTANCE.to_owned(), standard.instance.clone()),
-        (INFERENCE_SERVING.to_owned(), "true".to_owned()),
-    ])
+    let name = parent.name.as_str();
+    let mut labels = labels::otterscale::selector(name, "");
+    labels.remove(labels::COMPONENT);
+    labels.insert(INFERENCE_SERVING.to_owned(), "true".to_owned());
+    labels.insert(MODEL.to_owned(), naming::sanitize_label_value(name));
+    labels
 }
 
-/// The selector of one role's pods (also the PodMonitor's).
+/// otterscale's component of a role (`model-decode`, `model-prefill`).
+pub fn role_component(role: Role) -> String {
+    format!("model-{}", role.as_str())
+}
+
+/// The selector of one role's pods (also the PodMonitor's): `Selector(<ms>, "model-<role>")`
+/// plus the pool labels and `llm-d.ai/role`, as otterscale's.
 pub fn role_selector(parent: &Parent, role: Role) -> BTreeMap<String, String> {
-    let mut selector = parent.labels(APP, role.as_str()).selector();
+    let mut selector = labels::otterscale::selector(parent.name.as_str(), &role_component(role));
+    selector.extend(pool_labels(parent));
     selector.insert(ROLE.to_owned(), role.as_str().to_owned());
     selector
 }
 
-/// The Deployment's name.
-pub fn deployment_name(parent: &Parent, role: Role) -> Result<Dns1035Label, Error> {
-    let name = parent.name.as_str();
-    Ok(naming::child_name(&[name, role.as_str()], &[name], 63)?)
+/// The Deployment's name, `<ms>-<role>` ([`naming::modelservice::role_name`]).
+pub fn deployment_name(parent: &Parent, role: Role) -> Result<Dns1123Subdomain, Error> {
+    Ok(naming::modelservice::role_name(
+        parent.name.as_str(),
+        role.as_str(),
+    )?)
 }
 
 /// The Deployment of one role; see the module contract.
 pub fn model_deployment(input: &ModelDeploymentInput) -> Result<BuiltDeployment, Error> {
     let parent = &input.parent;
     let name = deployment_name(parent, input.role)?;
-    let standard = parent.labels(APP, input.role.as_str());
     let selector = role_selector(parent, input.role);
-    let mut pod_labels = standard.all_with(&selector);
-    pod_labels.extend(pool_labels(parent));
-    pod_labels.insert(
-        MODEL.to_owned(),
-        naming::sanitize_label_value(parent.name.as_str()),
+    let pod_labels = selector.clone();
+    let object_labels = labels::otterscale::object(
+        parent.name.as_str(),
+        &role_component(input.role),
+        &parent.managed_by,
     );
 
     let mut warnings = Vec::new();
     let mut resources = input.resources.clone();
-    if let Some(resource) = resources::accelerator_resource(input.accelerator) {
+    let explicit = input.accelerator_resource_name.as_deref();
+    if let Some(resource) = resources::accelerator_resource(input.accelerator)
+        .map(|default| explicit.unwrap_or(default))
+    {
         let p = input.parallelism;
         let count = resources::accelerator_count(p.tensor, p.data_local);
         let (injected, warning) = resources::inject_accelerator(resources, resource, count);
@@ -257,7 +276,7 @@ pub fn model_deployment(input: &ModelDeploymentInput) -> Result<BuiltDeployment,
         metadata: object_meta(
             name.as_str(),
             Some(parent.namespace.as_str()),
-            standard.all(),
+            object_labels,
             BTreeMap::new(),
         ),
         spec: Some(DeploymentSpec {
@@ -325,7 +344,7 @@ fn vllm_container(
         var("DP_SIZE_LOCAL", p.data_local.max(1).to_string()),
     ];
     let env = env::merge(&[&generated, &input.engine.env]);
-    let mut ports = vec![tcp_port("http", port)];
+    let mut ports = vec![pod::tcp_port("http", port)];
     if let Some(nixl) = env
         .iter()
         .find(|v| v.name == "VLLM_NIXL_SIDE_CHANNEL_PORT")
@@ -333,7 +352,7 @@ fn vllm_container(
         .and_then(|v| v.parse::<i32>().ok())
         .filter(|p| (1..=65535).contains(p))
     {
-        ports.push(tcp_port("nixl-side", nixl));
+        ports.push(pod::tcp_port("nixl-side", nixl));
     }
     let http = IntOrString::String("http".to_owned());
     let (startup, readiness, liveness) = pod::engine_probes(&input.engine.health_path, &http);
@@ -359,15 +378,6 @@ fn vllm_container(
     }
 }
 
-fn tcp_port(name: &str, port: i32) -> ContainerPort {
-    ContainerPort {
-        name: Some(name.to_owned()),
-        container_port: port,
-        protocol: Some("TCP".to_owned()),
-        ..ContainerPort::default()
-    }
-}
-
 const KITOPS_HOME: &str = "/tmp/model-oci";
 
 fn unpack_container(input: &ModelDeploymentInput) -> Container {
@@ -383,9 +393,11 @@ fn unpack_container(input: &ModelDeploymentInput) -> Container {
         var("OCI_MODEL_IMAGE", input.model.image.clone()),
         var("MODEL_MOUNT_PATH", input.model.mount_path.clone()),
         var("KITOPS_HOME", KITOPS_HOME),
+        var("HOME", pod::TMP_DIR),
+        var("TMPDIR", pod::TMP_DIR),
     ];
     let mut mounts = vec![
-        pod::mount("model-tmp", KITOPS_HOME, false),
+        pod::mount("model-tmp", pod::TMP_DIR, false),
         pod::mount("model", &input.model.mount_path, false),
     ];
     if !input.model.image_pull_secrets.is_empty() {
@@ -414,7 +426,7 @@ fn proxy_container(proxy: &RoutingProxy, port: i32) -> Container {
             format!("--connector={}", proxy.connector),
             format!("--secure-proxy={}", proxy.secure_proxy),
         ]),
-        ports: Some(vec![tcp_port("proxy", port)]),
+        ports: Some(vec![pod::tcp_port("proxy", port)]),
         security_context: Some(security::container(true)),
         ..Container::default()
     }

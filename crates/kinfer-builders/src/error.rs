@@ -53,6 +53,18 @@ pub enum Warning {
         /// The user's value.
         requested: String,
     },
+    /// An extended resource's request and limit differed after merging layers; both were set
+    /// to `value`.
+    ExtendedResourceAligned {
+        /// The extended resource.
+        resource: String,
+        /// The merged request before alignment.
+        requests: Option<String>,
+        /// The merged limit before alignment.
+        limits: Option<String>,
+        /// The value now in both.
+        value: String,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -65,6 +77,17 @@ impl fmt::Display for Warning {
             } => write!(
                 f,
                 "{resource}: the user-set count {requested} overrides the {computed} computed from parallelism"
+            ),
+            Warning::ExtendedResourceAligned {
+                resource,
+                requests,
+                limits,
+                value,
+            } => write!(
+                f,
+                "{resource}: request {} and limit {} differ after merging; both set to {value}",
+                requests.as_deref().unwrap_or("unset"),
+                limits.as_deref().unwrap_or("unset"),
             ),
         }
     }

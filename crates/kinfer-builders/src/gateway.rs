@@ -4,10 +4,18 @@
 //! Contract:
 //! - predictor route: a `PathPrefix` match on the service path, a `URLRewrite` of that prefix
 //!   to `/`, backend `<isvc>-predictor` port 80, an optional request timeout, the caller's
-//!   annotations; named like the InferenceService's parent (`<service>`, hashed when needed);
-//! - pool route: a header match on the model name (the routing key, not the Kubernetes name)
-//!   under `/`, backend the InferencePool, request (and optional backend) timeouts, because
+//!   annotations; named as aim-engine names it ([`naming::aim::route_name`]:
+//!   `<service>-<8 hex of the namespace>`, always hashed), with the InferenceService derived
+//!   from the same rules ([`naming::aim::inference_service_name`]);
+//! - pool route: named `<ms>` with labels `Selector(<ms>, "epp")` as otterscale's; its rule
+//!   matches otterscale's `OtterScale-Model-Name: <ms>` header under `/` (kept so clients of
+//!   the adopted route keep working) **or** the model-name header (the OpenAI model, NOTES g9)
+//!   under `/`; backend the InferencePool; request (and optional backend) timeouts, because
 //!   gateway defaults (15s in Envoy) cut long generations;
+//! - the two route kinds never share a name in one namespace: the predictor route always ends
+//!   in the namespace hash, the pool route is the ModelService's own name (two objects of the
+//!   same name and kind cannot exist), so they coincide only for a ModelService literally named
+//!   `<aim service>-<that hash>`;
 //! - timeouts are checked as Gateway API durations (GEP-2257) and paths must be absolute.
 
 use std::collections::BTreeMap;
@@ -25,11 +33,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::meta::{Parent, non_empty_vec, object_meta};
-use crate::naming::{self, Dns1035Label};
+use crate::naming;
 
 /// The header that carries the model name on pool routes unless configured otherwise (the
 /// KServe / Gateway API Inference Extension convention).
 pub const MODEL_NAME_HEADER: &str = "X-Gateway-Model-Name";
+/// otterscale's routing header, matched against the ModelService's name.
+pub const OTTERSCALE_MODEL_HEADER: &str = "OtterScale-Model-Name";
 
 /// The Gateway a route attaches to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,8 +110,6 @@ impl Timeouts {
 pub struct PredictorRouteInput {
     /// The AIMService.
     pub parent: Parent,
-    /// The InferenceService's name ([`naming::inference_service_name`]).
-    pub inference_service: Dns1035Label,
     /// The path prefix clients use (rendered and normalised by the caller), e.g. `/team/chat`.
     pub path: String,
     /// The Gateway.
@@ -123,11 +131,9 @@ pub fn predictor_route(input: &PredictorRouteInput) -> Result<HttpRoute, Error> 
             reason: format!("{:?} must start with /", input.path),
         });
     }
-    let name = naming::child_name(
-        &[parent.name.as_str()],
-        &[parent.name.as_str(), parent.namespace.as_str()],
-        63,
-    )?;
+    let (svc, ns) = (parent.name.as_str(), parent.namespace.as_str());
+    let name = naming::aim::route_name(svc, ns)?;
+    let isvc = naming::aim::inference_service_name(svc, ns)?;
     let rule = HttpRouteRules {
         matches: Some(vec![HttpRouteRulesMatches {
             path: Some(HttpRouteRulesMatchesPath {
@@ -151,7 +157,7 @@ pub fn predictor_route(input: &PredictorRouteInput) -> Result<HttpRoute, Error> 
         backend_refs: Some(vec![HttpRouteRulesBackendRefs {
             group: Some(String::new()),
             kind: Some("Service".to_owned()),
-            name: format!("{}-predictor", input.inference_service),
+            name: format!("{isvc}-predictor"),
             port: Some(80),
             ..HttpRouteRulesBackendRefs::default()
         }]),
@@ -159,9 +165,9 @@ pub fn predictor_route(input: &PredictorRouteInput) -> Result<HttpRoute, Error> 
         ..HttpRouteRules::default()
     };
     Ok(route(
-        &name,
+        name.as_str(),
         parent,
-        crate::kserve::APP,
+        parent.labels(crate::kserve::APP, "route").all(),
         &input.gateway,
         input.annotations.clone(),
         None,
@@ -175,8 +181,6 @@ pub fn predictor_route(input: &PredictorRouteInput) -> Result<HttpRoute, Error> 
 pub struct PoolRouteInput {
     /// The ModelService.
     pub parent: Parent,
-    /// The InferencePool's name.
-    pub pool: Dns1035Label,
     /// The model name clients send (OpenAI `model`), matched in [`Self::header`].
     pub model_name: String,
     /// The header carrying the model name; [`MODEL_NAME_HEADER`] when absent.
@@ -194,35 +198,42 @@ pub struct PoolRouteInput {
 
 /// The HTTPRoute to an InferencePool; see the module contract. Named like the pool.
 pub fn pool_route(input: &PoolRouteInput) -> Result<HttpRoute, Error> {
-    let rule = HttpRouteRules {
-        matches: Some(vec![HttpRouteRulesMatches {
-            headers: Some(vec![HttpRouteRulesMatchesHeaders {
-                name: input
-                    .header
-                    .clone()
-                    .unwrap_or_else(|| MODEL_NAME_HEADER.to_owned()),
-                r#type: Some(HttpRouteRulesMatchesHeadersType::Exact),
-                value: input.model_name.clone(),
-            }]),
-            path: Some(HttpRouteRulesMatchesPath {
-                r#type: Some(HttpRouteRulesMatchesPathType::PathPrefix),
-                value: Some("/".to_owned()),
-            }),
-            ..HttpRouteRulesMatches::default()
+    let parent = &input.parent;
+    let pool = crate::inference_pool::pool_name(parent)?;
+    let header_match = |header: &str, value: &str| HttpRouteRulesMatches {
+        headers: Some(vec![HttpRouteRulesMatchesHeaders {
+            name: header.to_owned(),
+            r#type: Some(HttpRouteRulesMatchesHeadersType::Exact),
+            value: value.to_owned(),
         }]),
+        path: Some(HttpRouteRulesMatchesPath {
+            r#type: Some(HttpRouteRulesMatchesPathType::PathPrefix),
+            value: Some("/".to_owned()),
+        }),
+        ..HttpRouteRulesMatches::default()
+    };
+    let header = input.header.as_deref().unwrap_or(MODEL_NAME_HEADER);
+    let mut matches = vec![header_match(OTTERSCALE_MODEL_HEADER, parent.name.as_str())];
+    if !(header.eq_ignore_ascii_case(OTTERSCALE_MODEL_HEADER)
+        && input.model_name == parent.name.as_str())
+    {
+        matches.push(header_match(header, &input.model_name));
+    }
+    let rule = HttpRouteRules {
+        matches: Some(matches),
         backend_refs: Some(vec![HttpRouteRulesBackendRefs {
             group: Some(crate::inference_pool::GROUP.to_owned()),
             kind: Some("InferencePool".to_owned()),
-            name: input.pool.to_string(),
+            name: pool.to_string(),
             ..HttpRouteRulesBackendRefs::default()
         }]),
         timeouts: input.timeouts.build()?,
         ..HttpRouteRules::default()
     };
     Ok(route(
-        &input.pool,
-        &input.parent,
-        crate::deployment::APP,
+        pool.as_str(),
+        parent,
+        crate::labels::otterscale::object(parent.name.as_str(), "epp", &parent.managed_by),
         &input.gateway,
         BTreeMap::new(),
         non_empty_vec(input.hostnames.clone()),
@@ -231,21 +242,16 @@ pub fn pool_route(input: &PoolRouteInput) -> Result<HttpRoute, Error> {
 }
 
 fn route(
-    name: &Dns1035Label,
+    name: &str,
     parent: &Parent,
-    app: &str,
+    labels: BTreeMap<String, String>,
     gateway: &GatewayRef,
     annotations: BTreeMap<String, String>,
     hostnames: Option<Vec<String>>,
     rule: HttpRouteRules,
 ) -> HttpRoute {
     HttpRoute {
-        metadata: object_meta(
-            name.as_str(),
-            Some(parent.namespace.as_str()),
-            parent.labels(app, "route").all(),
-            annotations,
-        ),
+        metadata: object_meta(name, Some(parent.namespace.as_str()), labels, annotations),
         spec: HttpRouteSpec {
             hostnames,
             parent_refs: Some(vec![gateway.parent_ref()]),

@@ -1,10 +1,11 @@
 //! The InferencePool (`inference.networking.k8s.io/v1`) of a ModelService.
 //!
-//! Contract: named like the parent (hashed when needed), it selects every serving pod of the
-//! parent ([`crate::deployment::pool_labels`]: decode and prefill alike), targets the engine
-//! port, and points at the endpoint picker's Service and ext-proc port. The failure mode is
-//! explicit on every pool (FailClose unless the caller chose otherwise), never left to a
-//! default that differs between code paths.
+//! Contract: named `<ms>` and labelled `Selector(<ms>, "epp")` as otterscale's (NOTES section
+//! b row 19), it selects every serving pod of the parent ([`crate::deployment::pool_labels`]:
+//! decode and prefill alike), targets the engine port, and points at the endpoint picker's
+//! Service ([`naming::modelservice::epp_name`]) and ext-proc port. The failure mode is explicit
+//! on every pool (FailClose unless the caller chose otherwise), never left to a default that
+//! differs between code paths (NOTES g8).
 
 use std::collections::BTreeMap;
 
@@ -13,10 +14,11 @@ use kinfer_api::inference_pool::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::deployment::{self, APP};
+use crate::deployment;
 use crate::error::Error;
+use crate::labels;
 use crate::meta::{Parent, object_meta};
-use crate::naming::{self, Dns1035Label};
+use crate::naming::{self, Dns1123Subdomain};
 
 /// The InferencePool API group.
 pub const GROUP: &str = "inference.networking.k8s.io";
@@ -29,19 +31,16 @@ pub struct PoolInput {
     pub parent: Parent,
     /// The engine port (behind a routing proxy: the proxy's port).
     pub target_port: i32,
-    /// The EPP Service.
-    pub endpoint_picker: Dns1035Label,
-    /// Its ext-proc port.
+    /// The EPP Service's ext-proc port.
     pub endpoint_picker_port: i32,
     /// Behaviour when the EPP is down; FailClose when absent.
     #[serde(default)]
     pub failure_mode: Option<FailureMode>,
 }
 
-/// The pool's name.
-pub fn pool_name(parent: &Parent) -> Result<Dns1035Label, Error> {
-    let name = parent.name.as_str();
-    Ok(naming::child_name(&[name], &[name], 63)?)
+/// The pool's name, `<ms>` ([`naming::modelservice::pool_name`]).
+pub fn pool_name(parent: &Parent) -> Result<Dns1123Subdomain, Error> {
+    Ok(naming::modelservice::pool_name(parent.name.as_str())?)
 }
 
 /// The InferencePool; see the module contract.
@@ -52,7 +51,7 @@ pub fn inference_pool(input: &PoolInput) -> Result<InferencePool, Error> {
         metadata: object_meta(
             name.as_str(),
             Some(parent.namespace.as_str()),
-            parent.labels(APP, "pool").all(),
+            labels::otterscale::object(parent.name.as_str(), "epp", &parent.managed_by),
             BTreeMap::new(),
         ),
         spec: InferencePoolSpec {
@@ -65,7 +64,7 @@ pub fn inference_pool(input: &PoolInput) -> Result<InferencePool, Error> {
             endpoint_picker_ref: EndpointPickerRef {
                 group: Some(String::new()),
                 kind: Some("Service".to_owned()),
-                name: input.endpoint_picker.to_string(),
+                name: naming::modelservice::epp_name(parent.name.as_str())?.to_string(),
                 port: Some(Port {
                     number: input.endpoint_picker_port,
                 }),

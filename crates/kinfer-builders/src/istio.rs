@@ -13,16 +13,15 @@ use kinfer_api::istio::{
 use crate::meta::{Parent, object_meta};
 use crate::naming::Dns1035Label;
 
-/// The DestinationRule for `service` of `parent`, labelled as `app`'s `component`.
-pub fn epp_destination_rule(parent: &Parent, app: &str, service: &Dns1035Label) -> DestinationRule {
+/// The DestinationRule for `service` of `parent`, labelled `labels`.
+pub fn epp_destination_rule(
+    parent: &Parent,
+    service: &Dns1035Label,
+    labels: BTreeMap<String, String>,
+) -> DestinationRule {
     let namespace = parent.namespace.as_str();
     DestinationRule {
-        metadata: object_meta(
-            service.as_str(),
-            Some(namespace),
-            parent.labels(app, "epp").all(),
-            BTreeMap::new(),
-        ),
+        metadata: object_meta(service.as_str(), Some(namespace), labels, BTreeMap::new()),
         spec: DestinationRuleSpec {
             host: format!("{service}.{namespace}.svc.cluster.local"),
             traffic_policy: Some(TrafficPolicy {

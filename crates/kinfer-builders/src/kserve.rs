@@ -11,14 +11,22 @@
 //!   (`../shared/reference/aim/NOTES.md` row 15, `AIM_ENGINE_ARGS` deep-merged, sorted by
 //!   name), final resources (defaults < template < service), cache volume mounts, the
 //!   restricted pod security context, replicas, and the runtime's name;
-//! - the InferenceService name obeys KServe's `<isvc>-predictor-<namespace>` hostname rule
-//!   ([`naming::inference_service_name`]).
+//! - the InferenceService name is aim-engine's, byte for byte
+//!   ([`naming::aim::inference_service_name`]: `<svc>-<8 hex of the namespace>` within KServe's
+//!   `<isvc>-predictor-<namespace>` hostname label); AIM label values use upstream's
+//!   `SanitizeLabelValue` ([`naming::aim::aim_label_value`]);
+//! - the predictor pod runs as an explicit identity ([`security::PodIdentity`], default
+//!   UID/GID/fsGroup 1000 like AIM's downloader), so `runAsNonRoot` holds for images without a
+//!   numeric `USER` and the cache PVC the downloader wrote is readable;
+//! - resources merge per name (defaults < template < service); an extended resource's request
+//!   and limit are aligned after the merge, with a [`Warning`]; GPU counts whose per-GPU
+//!   defaults overflow are an [`Error::Input`].
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, NodeSelector, PersistentVolumeClaimVolumeSource,
-    ResourceRequirements, Volume, VolumeMount,
+    Container, EnvVar, NodeSelector, PersistentVolumeClaimVolumeSource, ResourceRequirements,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kinfer_api::kserve::{
@@ -26,14 +34,15 @@ use kinfer_api::kserve::{
     ModelFormat, ModelSpec, PredictorSpec, RuntimeSpec, ServingRuntime, ServingRuntimeSpec,
     StorageHelper, SupportedModelFormat,
 };
-use kinfer_select::gpu::Vendor;
 use serde::{Deserialize, Serialize};
 
 use crate::env::{self, var};
-use crate::error::Error;
+use crate::error::{Error, Warning};
 use crate::labels::StandardLabels;
 use crate::meta::{Parent, non_empty_vec, object_meta};
-use crate::naming::{self, Dns1123Label, Dns1123Subdomain, sanitize_label_value};
+use crate::naming::aim::aim_label_value;
+use crate::naming::{self, Dns1123Label, Dns1123Subdomain};
+use crate::security::PodIdentity;
 use crate::{pod, resources, security};
 
 /// The model format AIM runtimes declare and InferenceServices request.
@@ -59,7 +68,8 @@ pub const APP: &str = "aim";
 pub struct Gpu {
     /// GPUs per replica.
     pub count: i64,
-    /// The extended resource; AMD's (`amd.com/gpu`) when absent.
+    /// The extended resource; AMD's (`amd.com/gpu`, from `kinfer_api::accelerator`) when
+    /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_name: Option<String>,
 }
@@ -68,7 +78,7 @@ impl Gpu {
     fn resource(&self) -> &str {
         self.resource_name
             .as_deref()
-            .unwrap_or_else(|| Vendor::Amd.resource_name())
+            .unwrap_or(kinfer_api::accelerator::AMD_GPU)
     }
 }
 
@@ -100,51 +110,51 @@ pub struct RuntimeInput {
 }
 
 /// Per-GPU defaults: requests CPU 4 and memory 32Gi, limit memory 48Gi, times the GPU count,
-/// plus the GPUs themselves.
-pub fn default_resources(gpu: Option<&Gpu>) -> ResourceRequirements {
+/// plus the GPUs themselves. A count whose products overflow is an [`Error::Input`].
+pub fn default_resources(gpu: Option<&Gpu>) -> Result<ResourceRequirements, Error> {
     let Some(gpu) = gpu.filter(|g| g.count > 0) else {
-        return ResourceRequirements::default();
+        return Ok(ResourceRequirements::default());
     };
     let n = gpu.count;
+    let times = |per: i64| {
+        per.checked_mul(n).ok_or_else(|| Error::Input {
+            field: "gpu.count",
+            reason: format!("{n} GPUs overflow the per-GPU resource defaults"),
+        })
+    };
     let count = n.to_string();
-    ResourceRequirements {
+    Ok(ResourceRequirements {
         requests: Some(resources::list(&[
-            ("cpu", (4 * n).to_string()),
-            ("memory", format!("{}Gi", 32 * n)),
+            ("cpu", times(4)?.to_string()),
+            ("memory", format!("{}Gi", times(32)?)),
             (gpu.resource(), count.clone()),
         ])),
         limits: Some(resources::list(&[
-            ("memory", format!("{}Gi", 48 * n)),
+            ("memory", format!("{}Gi", times(48)?)),
             (gpu.resource(), count),
         ])),
         claims: None,
-    }
+    })
 }
 
 fn runtime_labels(input: &RuntimeInput) -> BTreeMap<String, String> {
     let mut labels =
         StandardLabels::new(APP, input.template.as_str(), "runtime", &input.managed_by).all();
-    labels.insert(
-        format!("{AIM_LABEL_DOMAIN}/model"),
-        sanitize_label_value(&input.model),
-    );
+    if let Some(model) = aim_label_value(&input.model) {
+        labels.insert(format!("{AIM_LABEL_DOMAIN}/model"), model);
+    }
     labels
 }
 
-fn runtime_spec(input: &RuntimeInput) -> RuntimeSpec {
+fn runtime_spec(input: &RuntimeInput) -> Result<RuntimeSpec, Error> {
     let port = IntOrString::String("http".to_owned());
     let (startup, readiness, liveness) = pod::engine_probes("/health", &port);
     let container = Container {
         name: CONTAINER.to_owned(),
         image: Some(input.image.clone()),
-        ports: Some(vec![ContainerPort {
-            name: Some("http".to_owned()),
-            container_port: PORT,
-            protocol: Some("TCP".to_owned()),
-            ..ContainerPort::default()
-        }]),
+        ports: Some(vec![pod::tcp_port("http", PORT)]),
         env: Some(vec![var("VLLM_ENABLE_METRICS", "true")]),
-        resources: Some(default_resources(input.gpu.as_ref())),
+        resources: Some(default_resources(input.gpu.as_ref())?),
         volume_mounts: Some(vec![pod::shm_mount()]),
         startup_probe: Some(startup),
         readiness_probe: Some(readiness),
@@ -153,7 +163,7 @@ fn runtime_spec(input: &RuntimeInput) -> RuntimeSpec {
         security_context: Some(security::container(false)),
         ..Container::default()
     };
-    RuntimeSpec {
+    Ok(RuntimeSpec {
         supported_model_formats: vec![SupportedModelFormat {
             name: MODEL_FORMAT.to_owned(),
             version: Some(MODEL_FORMAT_VERSION.to_owned()),
@@ -174,12 +184,15 @@ fn runtime_spec(input: &RuntimeInput) -> RuntimeSpec {
             .map(pod::required_node_affinity),
         node_selector: None,
         tolerations: None,
-    }
+    })
 }
 
 /// The ServingRuntime of a namespace-scoped template, in its namespace.
-pub fn serving_runtime(input: &RuntimeInput, namespace: &Dns1123Label) -> ServingRuntime {
-    ServingRuntime {
+pub fn serving_runtime(
+    input: &RuntimeInput,
+    namespace: &Dns1123Label,
+) -> Result<ServingRuntime, Error> {
+    Ok(ServingRuntime {
         metadata: object_meta(
             input.template.as_str(),
             Some(namespace.as_str()),
@@ -187,14 +200,14 @@ pub fn serving_runtime(input: &RuntimeInput, namespace: &Dns1123Label) -> Servin
             BTreeMap::new(),
         ),
         spec: ServingRuntimeSpec {
-            runtime: runtime_spec(input),
+            runtime: runtime_spec(input)?,
         },
-    }
+    })
 }
 
 /// The ClusterServingRuntime of a cluster-scoped template.
-pub fn cluster_serving_runtime(input: &RuntimeInput) -> ClusterServingRuntime {
-    ClusterServingRuntime {
+pub fn cluster_serving_runtime(input: &RuntimeInput) -> Result<ClusterServingRuntime, Error> {
+    Ok(ClusterServingRuntime {
         metadata: object_meta(
             input.template.as_str(),
             None,
@@ -202,12 +215,14 @@ pub fn cluster_serving_runtime(input: &RuntimeInput) -> ClusterServingRuntime {
             BTreeMap::new(),
         ),
         spec: ClusterServingRuntimeSpec {
-            runtime: runtime_spec(input),
+            runtime: runtime_spec(input)?,
         },
-    }
+    })
 }
 
-/// The env layers of an AIM InferenceService, lowest precedence first (NOTES.md row 15).
+/// The env layers of an AIM InferenceService, lowest precedence first (NOTES.md row 15, with
+/// the discovered profile's `env_vars` between the template's env and `AIM_MODEL_ID`, where
+/// aim-engine's `buildMergedEnvVars` merges them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AimEnv {
@@ -226,6 +241,10 @@ pub struct AimEnv {
     /// The template's env.
     #[serde(default)]
     pub template: Vec<EnvVar>,
+    /// The discovered profile's `env_vars` (template `status.profile.env_vars`), over the
+    /// template's env and under the service's (aim-engine `buildMergedEnvVars`).
+    #[serde(default)]
+    pub profile: BTreeMap<String, String>,
     /// `AIM_MODEL_ID` (first inline model source).
     #[serde(default)]
     pub model_id: Option<String>,
@@ -248,6 +267,11 @@ impl AimEnv {
         let metric = single("AIM_METRIC", &self.metric);
         let precision = single("AIM_PRECISION", &self.precision);
         let model_id = single("AIM_MODEL_ID", &self.model_id);
+        let discovered: Vec<EnvVar> = self
+            .profile
+            .iter()
+            .map(|(name, value)| var(name, value.clone()))
+            .collect();
         env::merge_sorted(&[
             &base,
             &self.runtime_config,
@@ -255,6 +279,7 @@ impl AimEnv {
             &metric,
             &precision,
             &self.template,
+            &discovered,
             &model_id,
             &self.service,
         ])
@@ -323,12 +348,25 @@ pub struct InferenceServiceInput {
     /// Pull secrets.
     #[serde(default)]
     pub image_pull_secrets: Vec<String>,
+    /// Who the predictor runs as; UID/GID/fsGroup 1000 (the cache's owner) when absent.
+    #[serde(default)]
+    pub pod_identity: PodIdentity,
+}
+
+/// A built InferenceService and what the caller should surface.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltInferenceService {
+    /// The InferenceService.
+    pub inference_service: InferenceService,
+    /// Warnings (extended resources aligned after the merge).
+    pub warnings: Vec<Warning>,
 }
 
 /// The InferenceService of an AIMService; see the module contract.
-pub fn inference_service(input: &InferenceServiceInput) -> Result<InferenceService, Error> {
+pub fn inference_service(input: &InferenceServiceInput) -> Result<BuiltInferenceService, Error> {
     let parent = &input.parent;
-    let name = naming::inference_service_name(parent.name.as_str(), parent.namespace.as_str())?;
+    let name =
+        naming::aim::inference_service_name(parent.name.as_str(), parent.namespace.as_str())?;
     let mut labels = parent.labels(APP, "inference").all();
     for (key, value) in [
         ("service", Some(parent.name.as_str())),
@@ -337,19 +375,19 @@ pub fn inference_service(input: &InferenceServiceInput) -> Result<InferenceServi
         ("metric", input.env.metric.as_deref()),
         ("precision", input.env.precision.as_deref()),
     ] {
-        if let Some(value) = value {
-            labels.insert(
-                format!("{AIM_LABEL_DOMAIN}/{key}"),
-                sanitize_label_value(value),
-            );
+        if let Some(value) = value.and_then(aim_label_value) {
+            labels.insert(format!("{AIM_LABEL_DOMAIN}/{key}"), value);
         }
     }
-    let mut resources = default_resources(input.gpu.as_ref());
+    let mut resources = default_resources(input.gpu.as_ref())?;
+    let mut warnings = Vec::new();
     for over in [&input.template_resources, &input.service_resources]
         .into_iter()
         .flatten()
     {
-        resources = resources::merge(resources, over);
+        let (merged, w) = resources::merge(resources, over);
+        resources = merged;
+        warnings.extend(w);
     }
     let (volumes, mounts) = cache_volumes(&input.caches)?;
     let (min, max, class) = match input.scaling {
@@ -357,7 +395,7 @@ pub fn inference_service(input: &InferenceServiceInput) -> Result<InferenceServi
         Scaling::External { min, max } => (min, max, "external"),
     };
     let annotations = BTreeMap::from([(AUTOSCALER_CLASS.to_owned(), class.to_owned())]);
-    Ok(InferenceService {
+    let inference_service = InferenceService {
         metadata: object_meta(
             name.as_str(),
             Some(parent.namespace.as_str()),
@@ -380,12 +418,16 @@ pub fn inference_service(input: &InferenceServiceInput) -> Result<InferenceServi
                 max_replicas: Some(max),
                 service_account_name: input.service_account_name.clone(),
                 image_pull_secrets: pod::pull_secrets(&input.image_pull_secrets),
-                security_context: Some(security::pod(None, None)),
+                security_context: Some(security::pod_as(input.pod_identity)),
                 volumes: non_empty_vec(volumes),
                 ..PredictorSpec::default()
             },
         },
         status: None,
+    };
+    Ok(BuiltInferenceService {
+        inference_service,
+        warnings,
     })
 }
 

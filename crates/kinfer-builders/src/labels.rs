@@ -21,6 +21,49 @@ pub const COMPONENT: &str = "app.kubernetes.io/component";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// `kinfer.dev/track`: `stable` or `canary` on canary-split workloads.
 pub const TRACK: &str = "kinfer.dev/track";
+/// `app.kubernetes.io/part-of`.
+pub const PART_OF: &str = "app.kubernetes.io/part-of";
+/// `kinfer.dev/managed-by`: the kinfer operator, on the metadata (never selectors or pod
+/// templates) of objects whose `app.kubernetes.io/managed-by` keeps the upstream operator's
+/// value for adoption.
+pub const KINFER_MANAGED_BY: &str = "kinfer.dev/managed-by";
+
+/// otterscale model-operator's label sets (`../shared/reference/modelservice/NOTES.md`
+/// section b, "Labels used"), reproduced exactly because they are in immutable Deployment
+/// selectors. `Standard(n, c, v)` is `Selector(n, c)` plus the operator version, which kinfer
+/// never sets (NOTES g2): so kinfer's standard labels are the selector labels.
+pub mod otterscale {
+    use std::collections::BTreeMap;
+
+    use super::{COMPONENT, MANAGED_BY, NAME, PART_OF};
+    use crate::naming::sanitize_label_value;
+
+    /// `app.kubernetes.io/part-of` value.
+    pub const PART_OF_VALUE: &str = "otterscale-system";
+    /// `app.kubernetes.io/managed-by` value.
+    pub const MANAGED_BY_VALUE: &str = "model-operator";
+
+    /// `Selector(name, component)`: name, component, part-of, managed-by. `name` is used raw
+    /// when it is a valid label value (as upstream), sanitised otherwise.
+    pub fn selector(name: &str, component: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (NAME.to_owned(), sanitize_label_value(name)),
+            (COMPONENT.to_owned(), component.to_owned()),
+            (PART_OF.to_owned(), PART_OF_VALUE.to_owned()),
+            (MANAGED_BY.to_owned(), MANAGED_BY_VALUE.to_owned()),
+        ])
+    }
+
+    /// Object metadata labels: [`selector`] plus `kinfer.dev/managed-by: <operator>`.
+    pub fn object(name: &str, component: &str, operator: &str) -> BTreeMap<String, String> {
+        let mut labels = selector(name, component);
+        labels.insert(
+            super::KINFER_MANAGED_BY.to_owned(),
+            sanitize_label_value(operator),
+        );
+        labels
+    }
+}
 
 /// The four standard labels of one object. Values are sanitised on construction, so any
 /// parent name (up to 253 characters, dots included) gives valid labels.

@@ -6,7 +6,7 @@
 //! facts known, runtime config merged, defaults applied), never raw custom-resource specs.
 //!
 //! - [`naming`]: every name rule; [`labels`]: the standard labels; [`security`]: the restricted
-//!   security context; [`env`]: env merging; [`resources`]: accelerator resources.
+//!   security context; [`env`](mod@env): env merging; [`resources`]: accelerator resources.
 //! - One module per target: [`kserve`], [`gateway`], [`inference_pool`], [`epp`],
 //!   [`deployment`], [`autoscaling`], [`service`], [`istio`], [`monitoring`],
 //!   [`discovery_job`].
@@ -14,6 +14,7 @@
 //! Builders set names, namespaces, labels and annotations; owner references are the reconcile
 //! pipeline's business.
 
+#![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::expect_used, clippy::unwrap_used))]
 
 pub mod env;

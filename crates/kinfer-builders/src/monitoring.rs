@@ -1,8 +1,9 @@
 //! Prometheus Operator monitors: a PodMonitor per serving role, a ServiceMonitor for the EPP.
 //!
-//! Contract: the PodMonitor is named like the role's Deployment, selects the role's pods and
-//! scrapes the engine's `http` port at `/metrics` every 30s, adding a `model_service` label
-//! from the pods' instance label; the ServiceMonitor selects a Service by its selector labels
+//! Contract: the PodMonitor is named like the role's Deployment (`<ms>-<role>`), selects the
+//! role's pods with the Deployment's selector and scrapes the engine's `http` port at
+//! `/metrics` every 30s, adding a `model_service` label from the pods'
+//! `app.kubernetes.io/name` label, as otterscale's (NOTES section b row 22); the ServiceMonitor selects a Service by its selector labels
 //! and scrapes its `http-metrics` port, with a bearer token from a Secret when metrics need
 //! authentication.
 
@@ -13,7 +14,7 @@ use kinfer_api::monitoring::{
     SecretKeySelector, ServiceMonitor, ServiceMonitorSpec,
 };
 
-use crate::deployment::{self, APP, Role};
+use crate::deployment::{self, Role};
 use crate::error::Error;
 use crate::meta::{Parent, object_meta};
 use crate::naming::Dns1035Label;
@@ -28,7 +29,11 @@ pub fn role_pod_monitor(parent: &Parent, role: Role) -> Result<PodMonitor, Error
         metadata: object_meta(
             name.as_str(),
             Some(parent.namespace.as_str()),
-            parent.labels(APP, role.as_str()).all(),
+            crate::labels::otterscale::object(
+                parent.name.as_str(),
+                &deployment::role_component(role),
+                &parent.managed_by,
+            ),
             BTreeMap::new(),
         ),
         spec: PodMonitorSpec {
@@ -42,7 +47,7 @@ pub fn role_pod_monitor(parent: &Parent, role: Role) -> Result<PodMonitor, Error
                 relabelings: Some(vec![RelabelConfig {
                     action: Some("replace".to_owned()),
                     source_labels: Some(vec![
-                        "__meta_kubernetes_pod_label_app_kubernetes_io_instance".to_owned(),
+                        "__meta_kubernetes_pod_label_app_kubernetes_io_name".to_owned(),
                     ]),
                     target_label: Some("model_service".to_owned()),
                 }]),
@@ -52,21 +57,20 @@ pub fn role_pod_monitor(parent: &Parent, role: Role) -> Result<PodMonitor, Error
     })
 }
 
-/// A ServiceMonitor named `name` for the Service whose labels include `selector`, scraping
-/// `http-metrics`; `token_secret` holds a bearer token under key `token`.
+/// A ServiceMonitor named `name`, labelled `labels`, for the Service whose labels include
+/// `selector`, scraping `http-metrics`; `token_secret` holds a bearer token under key `token`.
 pub fn service_monitor(
     parent: &Parent,
-    app: &str,
-    component: &str,
     name: &Dns1035Label,
+    labels: BTreeMap<String, String>,
     selector: BTreeMap<String, String>,
-    token_secret: Option<&Dns1035Label>,
+    token_secret: Option<&str>,
 ) -> ServiceMonitor {
     ServiceMonitor {
         metadata: object_meta(
             name.as_str(),
             Some(parent.namespace.as_str()),
-            parent.labels(app, component).all(),
+            labels,
             BTreeMap::new(),
         ),
         spec: ServiceMonitorSpec {
@@ -80,7 +84,7 @@ pub fn service_monitor(
                 authorization: token_secret.map(|secret| SafeAuthorization {
                     type_: Some("Bearer".to_owned()),
                     credentials: Some(SecretKeySelector {
-                        name: secret.to_string(),
+                        name: secret.to_owned(),
                         key: "token".to_owned(),
                     }),
                 }),

@@ -4,12 +4,27 @@
 //! Contract: pure constructors of k8s-openapi values; no defaults hidden elsewhere.
 
 use k8s_openapi::api::core::v1::{
-    Affinity, EmptyDirVolumeSource, HTTPGetAction, LocalObjectReference, NodeAffinity,
-    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Probe, Volume, VolumeMount,
+    Affinity, ContainerPort, EmptyDirVolumeSource, HTTPGetAction, LocalObjectReference,
+    NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Probe, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Serialize};
+
+/// Where tools with a read-only root filesystem get a writable `emptyDir` (`HOME` and `TMPDIR`
+/// point there).
+pub const TMP_DIR: &str = "/tmp";
+
+/// A named TCP container port (the one way kinfer builds container ports).
+pub fn tcp_port(name: &str, port: i32) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.to_owned()),
+        container_port: port,
+        protocol: Some("TCP".to_owned()),
+        ..ContainerPort::default()
+    }
+}
 
 /// Name of the shared-memory volume.
 pub const SHM_VOLUME: &str = "dshm";

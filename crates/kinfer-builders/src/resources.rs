@@ -1,27 +1,27 @@
 //! Accelerator resources and resource merging.
 //!
-//! Contract: one place maps an accelerator type to its extended resource
-//! ([`accelerator_resource`]: AMD and NVIDIA from `kinfer_select::gpu::VENDORS`, the others
-//! from kinfer-api's ModelService accelerator table); the count is tensor × data-local
-//! parallelism; a user-set count wins with a [`Warning`]; requests and limits of an extended
-//! resource are always equal.
+//! Contract: accelerator types map to extended resources through `kinfer_api::accelerator`,
+//! the one table ([`accelerator_resource`]); the count is tensor × data-local parallelism; a
+//! user-set count wins with a [`Warning`]; requests and limits of an extended resource are
+//! always equal, after injection and after [`merge`] (the API server rejects a pod otherwise).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kinfer_api::modelservice::AcceleratorType;
-use kinfer_select::gpu::Vendor;
 
 use crate::error::Warning;
 
 /// The extended resource of an accelerator type; `None` for CPU.
 pub fn accelerator_resource(accelerator: AcceleratorType) -> Option<&'static str> {
-    match accelerator {
-        AcceleratorType::Amd => Some(Vendor::Amd.resource_name()),
-        AcceleratorType::Nvidia => Some(Vendor::Nvidia.resource_name()),
-        other => other.resource_name(),
-    }
+    accelerator.resource_name()
+}
+
+/// Whether `resource` is an extended resource (a domain-qualified name outside
+/// `kubernetes.io/`), whose requests must equal its limits.
+pub fn is_extended(resource: &str) -> bool {
+    resource.contains('/') && !resource.starts_with("kubernetes.io/")
 }
 
 /// Accelerators per pod: tensor × data-local parallelism (each at least 1).
@@ -67,9 +67,15 @@ pub fn inject_accelerator(
     (resources, warning)
 }
 
-/// `over` merged into `base` per resource name (requests and limits separately).
+/// `over` merged into `base` per resource name (requests and limits separately); then every
+/// extended resource whose request and limit differ is set to the overriding value (`over`'s
+/// limit, else its request, else the merged limit) in both, with a
+/// [`Warning::ExtendedResourceAligned`].
 #[must_use]
-pub fn merge(mut base: ResourceRequirements, over: &ResourceRequirements) -> ResourceRequirements {
+pub fn merge(
+    mut base: ResourceRequirements,
+    over: &ResourceRequirements,
+) -> (ResourceRequirements, Vec<Warning>) {
     for (target, source) in [
         (&mut base.requests, &over.requests),
         (&mut base.limits, &over.limits),
@@ -84,7 +90,40 @@ pub fn merge(mut base: ResourceRequirements, over: &ResourceRequirements) -> Res
     if over.claims.is_some() {
         base.claims.clone_from(&over.claims);
     }
-    base
+    let mut warnings = Vec::new();
+    let get = |list: &Option<BTreeMap<String, Quantity>>, k: &str| {
+        list.as_ref().and_then(|l| l.get(k)).cloned()
+    };
+    let keys: Vec<String> = [&base.requests, &base.limits]
+        .into_iter()
+        .flatten()
+        .flat_map(|l| l.keys().cloned())
+        .filter(|k| is_extended(k))
+        .collect();
+    for key in keys {
+        let (request, limit) = (get(&base.requests, &key), get(&base.limits, &key));
+        if request == limit {
+            continue;
+        }
+        let Some(value) = get(&over.limits, &key)
+            .or_else(|| get(&over.requests, &key))
+            .or_else(|| limit.clone())
+            .or_else(|| request.clone())
+        else {
+            continue;
+        };
+        warnings.push(Warning::ExtendedResourceAligned {
+            resource: key.clone(),
+            requests: request.map(|q| q.0),
+            limits: limit.map(|q| q.0),
+            value: value.0.clone(),
+        });
+        for list in [&mut base.requests, &mut base.limits] {
+            list.get_or_insert_with(BTreeMap::new)
+                .insert(key.clone(), value.clone());
+        }
+    }
+    (base, warnings)
 }
 
 /// A resource list from `(name, quantity)` pairs.
@@ -130,10 +169,45 @@ mod tests {
     }
 
     #[test]
+    fn merged_gpu_requests_and_limits_are_aligned_with_a_warning() {
+        let base = ResourceRequirements {
+            requests: Some(list(&[
+                ("amd.com/gpu", "4".to_owned()),
+                ("cpu", "8".to_owned()),
+            ])),
+            limits: Some(list(&[("amd.com/gpu", "4".to_owned())])),
+            claims: None,
+        };
+        let over = ResourceRequirements {
+            limits: Some(list(&[
+                ("amd.com/gpu", "2".to_owned()),
+                ("cpu", "9".to_owned()),
+            ])),
+            ..ResourceRequirements::default()
+        };
+        let (merged, warnings) = merge(base.clone(), &over);
+        assert_eq!(merged.requests.as_ref().expect("r")["amd.com/gpu"].0, "2");
+        assert_eq!(merged.limits.as_ref().expect("l")["amd.com/gpu"].0, "2");
+        // CPU is not an extended resource: request 8 and limit 9 stay.
+        assert_eq!(merged.requests.as_ref().expect("r")["cpu"].0, "8");
+        assert_eq!(
+            warnings,
+            [Warning::ExtendedResourceAligned {
+                resource: "amd.com/gpu".to_owned(),
+                requests: Some("4".to_owned()),
+                limits: Some("2".to_owned()),
+                value: "2".to_owned(),
+            }]
+        );
+        let (_, none) = merge(base.clone(), &base);
+        assert!(none.is_empty());
+    }
+
+    #[test]
     fn the_vendor_tables_agree() {
         for (accelerator, vendor) in [
-            (AcceleratorType::Amd, Vendor::Amd),
-            (AcceleratorType::Nvidia, Vendor::Nvidia),
+            (AcceleratorType::Amd, kinfer_select::gpu::Vendor::Amd),
+            (AcceleratorType::Nvidia, kinfer_select::gpu::Vendor::Nvidia),
         ] {
             assert_eq!(accelerator.resource_name(), Some(vendor.resource_name()));
         }

@@ -8,6 +8,43 @@
 use k8s_openapi::api::core::v1::{
     Capabilities, PodSecurityContext, SeccompProfile, SecurityContext,
 };
+use serde::{Deserialize, Serialize};
+
+/// The user, group and volume group a pod runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodIdentity {
+    /// `runAsUser`.
+    pub run_as_user: i64,
+    /// `runAsGroup`.
+    pub run_as_group: i64,
+    /// `fsGroup`: group ownership of mounted volumes, so every pod sharing a cache can read
+    /// what another wrote.
+    pub fs_group: i64,
+}
+
+/// AIM's artifact downloader identity (`../shared/reference/aim/NOTES.md` row 22: UID, GID
+/// and fsGroup 1000); the cache PVC's files belong to it, so every AIM pod that reads or
+/// writes the cache uses it by default.
+pub const AIM_CACHE_IDENTITY: PodIdentity = PodIdentity {
+    run_as_user: 1000,
+    run_as_group: 1000,
+    fs_group: 1000,
+};
+
+impl Default for PodIdentity {
+    fn default() -> Self {
+        AIM_CACHE_IDENTITY
+    }
+}
+
+/// The pod-level restricted context running as `identity`.
+pub fn pod_as(identity: PodIdentity) -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_group: Some(identity.run_as_group),
+        ..pod(Some(identity.run_as_user), Some(identity.fs_group))
+    }
+}
 
 /// The pod-level restricted context; `user` and `fs_group` when the image needs fixed IDs.
 pub fn pod(user: Option<i64>, fs_group: Option<i64>) -> PodSecurityContext {

@@ -75,6 +75,39 @@ impl Track {
     }
 }
 
+/// A ClusterIP Service with an exact name, labels and selector (for children whose names and
+/// labels follow an upstream operator's rules).
+pub fn service_named(
+    name: &str,
+    namespace: &str,
+    labels: BTreeMap<String, String>,
+    selector: BTreeMap<String, String>,
+    ports: &[Port],
+) -> Service {
+    Service {
+        metadata: object_meta(name, Some(namespace), labels, BTreeMap::new()),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".to_owned()),
+            selector: Some(selector),
+            ports: Some(ports.iter().map(Port::build).collect()),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+impl Port {
+    fn build(&self) -> ServicePort {
+        ServicePort {
+            name: Some(self.name.clone()),
+            port: self.port,
+            target_port: Some(self.target_port.clone()),
+            protocol: Some("TCP".to_owned()),
+            ..ServicePort::default()
+        }
+    }
+}
+
 /// The Service; see the module contract.
 pub fn service(input: &ServiceInput) -> Result<Service, Error> {
     build(input, None)
@@ -97,31 +130,11 @@ fn build(input: &ServiceInput, track: Option<Track>) -> Result<Service, Error> {
         labels.insert(TRACK.to_owned(), track.as_str().to_owned());
     }
     let service_name = naming::child_name(&parts, &[name], 63)?;
-    Ok(Service {
-        metadata: object_meta(
-            service_name.as_str(),
-            Some(parent.namespace.as_str()),
-            labels,
-            BTreeMap::new(),
-        ),
-        spec: Some(ServiceSpec {
-            type_: Some("ClusterIP".to_owned()),
-            selector: Some(selector),
-            ports: Some(
-                input
-                    .ports
-                    .iter()
-                    .map(|p| ServicePort {
-                        name: Some(p.name.clone()),
-                        port: p.port,
-                        target_port: Some(p.target_port.clone()),
-                        protocol: Some("TCP".to_owned()),
-                        ..ServicePort::default()
-                    })
-                    .collect(),
-            ),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    })
+    Ok(service_named(
+        service_name.as_str(),
+        parent.namespace.as_str(),
+        labels,
+        selector,
+        &input.ports,
+    ))
 }

@@ -4,17 +4,30 @@
 //! - Input: the Secrets' `type` and decoded `data` bytes ([`PullSecret`]). Types
 //!   `kubernetes.io/dockerconfigjson` (key `.dockerconfigjson`, `{"auths": {...}}`) and legacy
 //!   `kubernetes.io/dockercfg` (key `.dockercfg`, the `auths` map itself) are read; Secrets of
-//!   other types are skipped with a warning, like the kubelet does.
-//! - An entry's credentials are `username`/`password`, else the base64 `auth` (`user:pass`),
-//!   else `registrytoken` (a bearer token). Entries with none of them are ignored.
+//!   other types are skipped with a warning, like the kubelet does; so are Secrets whose data
+//!   key is missing or empty (malformed content stays an error).
+//! - An entry's credentials are the base64 `auth` (`user:pass`), which wins like in the
+//!   kubelet's `DockerConfigEntry`, else `username`/`password`, else `registrytoken` (a bearer
+//!   token). Entries with none of them are ignored.
 //! - Matching follows the kubelet's keyring: the key may carry a scheme (ignored), a port (must
 //!   match) and a path (a repository prefix, matched on whole components; `/v1/` and `/v2/`
-//!   mean "the whole host"); host labels may use `*` globs. Docker Hub's spellings
+//!   mean "the whole host"); each host label may be a glob (`*` any run, `?` one character, as
+//!   Go's `filepath.Match` per label; matched in O(n·m), so a hostile key cannot stall a
+//!   worker). Docker Hub's spellings
 //!   (`https://index.docker.io/v1/`, `index.docker.io`, `registry-1.docker.io`, `docker.io`)
-//!   are one registry. The most specific key wins (longest path, then exact host, then the
-//!   order of the Secrets); no match means anonymous access.
+//!   are one registry. Every matching entry is a candidate ([`credential_candidates`]), most
+//!   specific first (longest path, then exact host, then the order of the Secrets); callers
+//!   try them in turn until one is accepted, as the kubelet does. No match means anonymous
+//!   access.
 //! - A malformed Secret is [`OciError::InvalidPullSecret`] naming the Secret, never quoting it.
-//!   [`Credentials`] and [`PullSecret`] redact secret material in `Debug`.
+//!   [`Credentials`] and [`PullSecret`] redact secret material in `Debug`; caches and clients
+//!   are keyed by an HMAC of the credentials under a random per-process key, also redacted.
+//! - Where credentials go: Basic credentials are sent to the registry host itself, and — when
+//!   the registry answers with a `Bearer` challenge — by `oci-client` to the token `realm` URL
+//!   that the registry names, whatever host that is (Docker's and containerd's behaviour too).
+//!   A registry is thus trusted with the choice of its token service; a pull secret should only
+//!   hold credentials for the registry it is keyed by. Bearer tokens (`registrytoken`) are sent
+//!   to the registry only.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -49,24 +62,27 @@ pub enum Credentials {
 }
 
 impl Credentials {
-    /// A stable, non-reversible identity of these credentials, used to scope caches and
-    /// clients so one caller never reuses what another caller's credentials fetched.
-    pub(crate) fn fingerprint(&self) -> String {
-        let mut hasher = Sha256::new();
+    /// An identity of these credentials, used to scope caches and clients so one caller never
+    /// reuses what another caller's credentials fetched: an HMAC-SHA256 under a random key drawn
+    /// once per process, so it cannot be matched against a guessed password offline (a plain
+    /// hash of a short password could be brute-forced from a memory dump or a log line).
+    pub(crate) fn fingerprint(&self) -> Fingerprint {
+        let mut message = Vec::new();
         match self {
-            Self::Anonymous => return "anonymous".to_owned(),
+            Self::Anonymous => return Fingerprint::Anonymous,
             Self::Basic { username, password } => {
-                hasher.update(b"basic\0");
-                hasher.update(username.as_bytes());
-                hasher.update(b"\0");
-                hasher.update(password.as_bytes());
+                message.extend_from_slice(b"basic\0");
+                // Length-prefixed, so ("a:b", "c") and ("a", "b:c") differ.
+                message.extend_from_slice(&(username.len() as u64).to_be_bytes());
+                message.extend_from_slice(username.as_bytes());
+                message.extend_from_slice(password.as_bytes());
             }
             Self::Bearer(token) => {
-                hasher.update(b"bearer\0");
-                hasher.update(token.as_bytes());
+                message.extend_from_slice(b"bearer\0");
+                message.extend_from_slice(token.as_bytes());
             }
         }
-        hex::encode(&hasher.finalize()[..16])
+        Fingerprint::Keyed(hmac_sha256(process_key(), &message))
     }
 
     pub(crate) fn to_oci(&self) -> oci_client::secrets::RegistryAuth {
@@ -93,6 +109,58 @@ impl fmt::Debug for Credentials {
             Self::Bearer(_) => f.debug_tuple("Bearer").field(&"<redacted>").finish(),
         }
     }
+}
+
+/// What [`Credentials::fingerprint`] returns: comparable and hashable, never printed.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Fingerprint {
+    Anonymous,
+    Keyed([u8; 32]),
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Anonymous => f.write_str("Anonymous"),
+            Self::Keyed(_) => f.write_str("Keyed(<redacted>)"),
+        }
+    }
+}
+
+/// The per-process HMAC key: 32 bytes from freshly seeded SipHash states (`RandomState` is
+/// seeded from the operating system's randomness), drawn once.
+fn process_key() -> &'static [u8; 32] {
+    use std::hash::BuildHasher as _;
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut key = [0u8; 32];
+        for (i, chunk) in key.chunks_exact_mut(8).enumerate() {
+            let word = std::collections::hash_map::RandomState::new().hash_one(i);
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        key
+    })
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under a 32-byte `key` (shorter than the block size, so
+/// it is zero-padded, never hashed).
+pub(crate) fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut inner_pad = [0x36u8; BLOCK];
+    let mut outer_pad = [0x5cu8; BLOCK];
+    for (i, k) in key.iter().enumerate() {
+        inner_pad[i] ^= k;
+        outer_pad[i] ^= k;
+    }
+    let inner = Sha256::new()
+        .chain_update(inner_pad)
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(outer_pad)
+        .chain_update(inner)
+        .finalize()
+        .into()
 }
 
 /// A Kubernetes Secret used as an image pull secret: name, `type` and decoded `data`.
@@ -162,35 +230,50 @@ struct KeyedCredentials {
     credentials: Credentials,
 }
 
-/// Picks the credentials for `reference` from `secrets`; [`Credentials::Anonymous`] when no
-/// entry matches.
+/// The most specific credentials for `reference` in `secrets`; [`Credentials::Anonymous`] when
+/// no entry matches. Prefer [`credential_candidates`] and try each in turn, like the kubelet.
 pub fn credentials_for(
     reference: &ImageReference,
     secrets: &[PullSecret],
 ) -> Result<Credentials, OciError> {
-    // (path length, exact host, secret order) → most specific first.
-    let mut best: Option<((usize, bool), Credentials)> = None;
+    Ok(credential_candidates(reference, secrets)?
+        .into_iter()
+        .next()
+        .unwrap_or_default())
+}
+
+/// Every credential in `secrets` that applies to `reference`, most specific first (longest
+/// path, then exact host before glob, then the order of the Secrets and their entries),
+/// duplicates removed. Empty when none applies (access is then anonymous). The kubelet tries
+/// each in turn until one is accepted; [`crate::Inspector::inspect_with_secrets`] does too.
+pub fn credential_candidates(
+    reference: &ImageReference,
+    secrets: &[PullSecret],
+) -> Result<Vec<Credentials>, OciError> {
+    let mut ranked: Vec<((usize, bool), Credentials)> = Vec::new();
     for secret in secrets {
         for entry in parse_secret(secret)? {
-            let Some(exact) = matches(&entry, reference) else {
-                continue;
-            };
-            let rank = (entry.path.len(), exact);
-            if best.as_ref().is_none_or(|(r, _)| rank > *r) {
-                best = Some((rank, entry.credentials));
+            if let Some(exact) = matches(&entry, reference) {
+                ranked.push(((entry.path.len(), exact), entry.credentials));
             }
         }
     }
-    Ok(match best {
-        Some((_, creds)) => {
-            tracing::debug!(
-                registry = reference.registry(),
-                "using pull secret credentials"
-            );
-            creds
+    // Stable: equal ranks keep the Secrets' order.
+    ranked.sort_by(|(a, _), (b, _)| b.cmp(a));
+    let mut out: Vec<Credentials> = Vec::with_capacity(ranked.len());
+    for (_, credentials) in ranked {
+        if !out.contains(&credentials) {
+            out.push(credentials);
         }
-        None => Credentials::Anonymous,
-    })
+    }
+    if !out.is_empty() {
+        tracing::debug!(
+            registry = reference.registry(),
+            candidates = out.len(),
+            "pull secret credentials match"
+        );
+    }
+    Ok(out)
 }
 
 fn parse_secret(secret: &PullSecret) -> Result<Vec<KeyedCredentials>, OciError> {
@@ -206,10 +289,11 @@ fn parse_secret(secret: &PullSecret) -> Result<Vec<KeyedCredentials>, OciError> 
             return Ok(Vec::new());
         }
     };
-    let bytes = secret
-        .data
-        .get(key)
-        .ok_or_else(|| invalid(format!("missing data key {key}")))?;
+    let Some(bytes) = secret.data.get(key).filter(|b| !b.is_empty()) else {
+        // The kubelet skips such Secrets instead of failing every pull that lists them.
+        tracing::warn!(secret = %secret.name, key, "ignoring pull secret without data key");
+        return Ok(Vec::new());
+    };
     let auths = if wrapped {
         serde_json::from_slice::<DockerConfigJson>(bytes)
             .map_err(|e| {
@@ -250,13 +334,10 @@ fn json_error_position(e: &serde_json::Error) -> String {
     format!("invalid JSON at line {} column {}", e.line(), e.column())
 }
 
+/// The kubelet's `DockerConfigEntry.UnmarshalJSON`: a non-empty `auth` wins over
+/// `username`/`password` (and a malformed one is an error); `registrytoken` comes last.
 fn entry_credentials(entry: &AuthEntry) -> Result<Option<Credentials>, String> {
     let non_empty = |s: &Option<String>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
-    if let (Some(username), Some(password)) =
-        (non_empty(&entry.username), non_empty(&entry.password))
-    {
-        return Ok(Some(Credentials::Basic { username, password }));
-    }
     if let Some(auth) = non_empty(&entry.auth) {
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(auth.trim())
@@ -270,6 +351,11 @@ fn entry_credentials(entry: &AuthEntry) -> Result<Option<Credentials>, String> {
             username: username.to_owned(),
             password: password.to_owned(),
         }));
+    }
+    if let (Some(username), Some(password)) =
+        (non_empty(&entry.username), non_empty(&entry.password))
+    {
+        return Ok(Some(Credentials::Basic { username, password }));
     }
     Ok(non_empty(&entry.registrytoken).map(Credentials::Bearer))
 }
@@ -346,19 +432,39 @@ fn split_port(host: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// `*` matches any run of characters within one host label.
+/// One host label against one glob label, like Go's `filepath.Match` as the kubelet uses it:
+/// `*` matches any run of characters, `?` exactly one. Character classes are not supported
+/// (`[` is literal).
+///
+/// Iterative, O(pattern · text): on a mismatch only the most recent `*` is extended, so a
+/// pattern with many stars (from a tenant's pull secret) cannot blow up.
 fn glob_match(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((prefix, rest)) => {
-            let Some(tail) = text.strip_prefix(prefix) else {
-                return false;
-            };
-            (0..=tail.len())
-                .filter(|&i| tail.is_char_boundary(i))
-                .any(|i| glob_match(rest, &tail[i..]))
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    // (pattern index after the last `*`, text index it is currently matched up to)
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                star = Some((p + 1, t));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((after_star, matched_to)) => {
+                    star = Some((after_star, matched_to + 1));
+                    p = after_star;
+                    t = matched_to + 1;
+                }
+                None => return false,
+            },
         }
     }
+    pattern[p..].iter().all(|&c| c == '*')
 }
 
 #[cfg(test)]

@@ -6,15 +6,27 @@
 //!   - tag → digest, trusted for `tag_ttl` after it was resolved, then re-resolved so a re-pushed
 //!     tag is noticed (upstream inspects once and never again);
 //!   - digest → inspection result, immutable because digests are content addresses.
-//! - Both maps are bounded by `capacity`; the least recently used entry goes first.
+//! - Both maps are bounded by `capacity`; the least recently used entry goes first. The
+//!   inspector caps each value's labels (`MAX_LABEL_BYTES`), so the cache is bounded in bytes.
 //! - Time comes from a [`Clock`], so tests move time explicitly instead of sleeping.
 //! - No locking here: the owner wraps the cache in a mutex and never holds it across `.await`.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use crate::auth::Fingerprint;
+
+/// Locks `mutex`, recovering from poisoning: every value guarded in this crate (caches, the
+/// client pool, a clock offset) is valid after any panic, so a panic elsewhere must not turn
+/// into a panic in every later call.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A source of monotonic time.
 pub trait Clock: Send + Sync + fmt::Debug {
@@ -50,11 +62,7 @@ impl ManualClock {
 
     /// Moves the clock forward.
     pub fn advance(&self, by: Duration) {
-        let mut offset = self
-            .offset
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *offset += by;
+        *lock(&self.offset) += by;
     }
 }
 
@@ -66,20 +74,17 @@ impl Default for ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
-        let offset = *self
-            .offset
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.start + offset
+        self.start + *lock(&self.offset)
     }
 }
 
-/// Where a cached item lives: registry API host, repository, credential fingerprint.
+/// Where a cached item lives: registry API host, repository, credential fingerprint (whose
+/// `Debug` is redacted).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Scope {
     pub host: String,
     pub repository: String,
-    pub credentials: String,
+    pub credentials: Fingerprint,
 }
 
 #[derive(Debug)]
@@ -89,16 +94,16 @@ struct Entry<V> {
     last_used: u64,
 }
 
-/// A small LRU map.
+/// A small LRU map (eviction scans for the oldest entry: capacities here are small).
 #[derive(Debug)]
-struct Lru<K, V> {
+pub(crate) struct Lru<K, V> {
     map: HashMap<K, Entry<V>>,
     capacity: usize,
     tick: u64,
 }
 
 impl<K: Eq + Hash + Clone, V> Lru<K, V> {
-    fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         Self {
             map: HashMap::new(),
             capacity: capacity.max(1),
@@ -114,7 +119,13 @@ impl<K: Eq + Hash + Clone, V> Lru<K, V> {
         Some(entry)
     }
 
-    fn insert(&mut self, key: K, value: V, now: Instant) {
+    /// The value under `key`, marked as most recently used.
+    pub fn get_value(&mut self, key: &K) -> Option<&V> {
+        self.get(key).map(|e| &e.value)
+    }
+
+    /// Inserts `value`, evicting the least recently used entry when full.
+    pub fn insert(&mut self, key: K, value: V, now: Instant) {
         self.tick += 1;
         if !self.map.contains_key(&key) && self.map.len() >= self.capacity {
             let oldest = self
@@ -136,7 +147,7 @@ impl<K: Eq + Hash + Clone, V> Lru<K, V> {
         );
     }
 
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.map.len()
     }
 }

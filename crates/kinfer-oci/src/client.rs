@@ -2,24 +2,32 @@
 //!
 //! Contract:
 //! - Reads only manifests and the config blob; layers are never fetched.
+//! - The config blob is read into a buffer capped at its declared size (at most
+//!   `MAX_CONFIG_BYTES`, 8 MiB): the read stops as soon as the registry sends more, and a
+//!   negative declared size is rejected. Both are [`OciError::UnsupportedImage`].
 //! - Image indexes resolve to the `linux/amd64` entry, else the first entry.
 //! - HTTPS always, except for the hosts listed as insecure (explicit opt-in), which use plain
 //!   HTTP.
 //! - One `oci-client` client per (API host, credential fingerprint): `oci-client` remembers the
 //!   first credentials it sees per registry, so sharing one client across credentials would
-//!   send the wrong ones. The pool is bounded; when full it is cleared.
+//!   send the wrong ones. The pool is bounded; when full the least recently used client goes.
+//! - HTTP or HTTPS per API host is decided once, by [`Transport::scheme`] (plain HTTP only for
+//!   the configured insecure registries, compared lower-cased like reference hosts).
 //! - Every `oci-client` error is classified into [`OciError`] here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::pin::Pin;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use oci_client::Client;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::ImageIndexEntry;
 use serde::Deserialize;
 
-use crate::auth::Credentials;
+use crate::auth::{Credentials, Fingerprint};
+use crate::cache::{Lru, lock};
 use crate::error::OciError;
 use crate::reference::ImageReference;
 
@@ -41,21 +49,43 @@ pub(crate) struct FetchedConfig {
 /// Transport settings shared by every pooled client.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
-    pub insecure_registries: Vec<String>,
+    /// Lower-cased, like the hosts of parsed references.
+    insecure_registries: Vec<String>,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
 }
 
 impl Transport {
-    pub fn is_insecure(&self, host: &str) -> bool {
-        self.insecure_registries.iter().any(|h| h == host)
+    pub fn new(
+        insecure_registries: &[String],
+        connect_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Self {
+        Self {
+            insecure_registries: insecure_registries
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .collect(),
+            connect_timeout,
+            read_timeout,
+        }
     }
 
+    /// The one place that decides between HTTP and HTTPS for `host` (an API host): the pooled
+    /// `oci-client` clients are per host and get this scheme as their protocol, and tag listing
+    /// builds its URLs with it.
     pub fn scheme(&self, host: &str) -> &'static str {
-        if self.is_insecure(host) {
+        if self.insecure_registries.iter().any(|h| h == host) {
             "http"
         } else {
             "https"
+        }
+    }
+
+    fn protocol(&self, host: &str) -> ClientProtocol {
+        match self.scheme(host) {
+            "http" => ClientProtocol::Http,
+            _ => ClientProtocol::Https,
         }
     }
 }
@@ -63,7 +93,7 @@ impl Transport {
 /// A pool of `oci-client` clients keyed by API host and credentials.
 pub(crate) struct ClientPool {
     transport: Transport,
-    clients: Mutex<HashMap<(String, String), Client>>,
+    clients: Mutex<Lru<(String, Fingerprint), Client>>,
 }
 
 impl std::fmt::Debug for ClientPool {
@@ -78,7 +108,7 @@ impl ClientPool {
     pub fn new(transport: Transport) -> Self {
         Self {
             transport,
-            clients: Mutex::new(HashMap::new()),
+            clients: Mutex::new(Lru::new(MAX_CLIENTS)),
         }
     }
 
@@ -86,28 +116,29 @@ impl ClientPool {
         &self.transport
     }
 
+    /// The pooled client for (`host`, `credentials`); when the pool is full the least recently
+    /// used client is dropped (its in-flight requests keep their own handle).
     pub fn client(&self, host: &str, credentials: &Credentials) -> Client {
         let key = (host.to_owned(), credentials.fingerprint());
-        let mut clients = self
-            .clients
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(client) = clients.get(&key) {
+        let mut clients = lock(&self.clients);
+        if let Some(client) = clients.get_value(&key) {
             return client.clone();
         }
-        if clients.len() >= MAX_CLIENTS {
-            clients.clear();
-        }
         let config = ClientConfig {
-            protocol: ClientProtocol::HttpsExcept(self.transport.insecure_registries.clone()),
+            protocol: self.transport.protocol(host),
             platform_resolver: Some(Box::new(linux_amd64_or_first)),
             connect_timeout: Some(self.transport.connect_timeout),
             read_timeout: Some(self.transport.read_timeout),
             ..ClientConfig::default()
         };
         let client = Client::new(config);
-        clients.insert(key, client.clone());
+        clients.insert(key, client.clone(), Instant::now());
         client
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        lock(&self.clients).len()
     }
 }
 
@@ -143,17 +174,26 @@ pub(crate) async fn fetch_config(
         .pull_image_manifest_and_list_digest(&oci_ref, &credentials.to_oci())
         .await
         .map_err(|e| OciError::from_distribution(&shown, e))?;
-    if manifest.config.size > MAX_CONFIG_BYTES {
+    let limit =
+        config_limit(manifest.config.size).map_err(|reason| OciError::UnsupportedImage {
+            reference: shown.clone(),
+            reason,
+        })?;
+    let mut blob = LimitedBuffer::new(limit);
+    let pulled = client
+        .pull_blob(&oci_ref, &manifest.config, &mut blob)
+        .await;
+    if blob.overflowed {
         return Err(OciError::UnsupportedImage {
             reference: shown,
-            reason: format!("config blob is {} bytes", manifest.config.size),
+            reason: format!(
+                "config blob is larger than {limit} bytes (declared {} bytes)",
+                manifest.config.size
+            ),
         });
     }
-    let mut blob = Vec::new();
-    client
-        .pull_blob(&oci_ref, &manifest.config, &mut blob)
-        .await
-        .map_err(|e| OciError::from_distribution(&shown, e))?;
+    pulled.map_err(|e| OciError::from_distribution(&shown, e))?;
+    let blob = blob.bytes;
     let labels = config_labels(&blob).map_err(|reason| OciError::UnsupportedImage {
         reference: shown,
         reason,
@@ -163,6 +203,68 @@ pub(crate) async fn fetch_config(
         manifest_digest,
         labels,
     })
+}
+
+/// How many bytes of the config blob may be read: its declared size, at most
+/// [`MAX_CONFIG_BYTES`]. A negative size is a broken manifest.
+pub(crate) fn config_limit(declared: i64) -> Result<usize, String> {
+    if declared < 0 {
+        return Err(format!(
+            "manifest declares a negative config size ({declared})"
+        ));
+    }
+    if declared > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "config blob is {declared} bytes (the limit is {MAX_CONFIG_BYTES})"
+        ));
+    }
+    usize::try_from(declared).map_err(|_| format!("config blob is {declared} bytes"))
+}
+
+/// An in-memory sink that refuses to grow past `limit`: the write fails as soon as the
+/// registry sends more than allowed, so an oversized or endless blob is never buffered.
+#[derive(Debug)]
+pub(crate) struct LimitedBuffer {
+    pub bytes: Vec<u8>,
+    pub limit: usize,
+    pub overflowed: bool,
+}
+
+impl LimitedBuffer {
+    pub fn new(limit: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            limit,
+            overflowed: false,
+        }
+    }
+
+    fn push(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.limit - self.bytes.len() {
+            self.overflowed = true;
+            return Err(std::io::Error::other("blob exceeds its size limit"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+}
+
+impl tokio::io::AsyncWrite for LimitedBuffer {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Poll::Ready(self.get_mut().push(buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// The `config.Labels` of an image config blob (`null` and missing mean none).

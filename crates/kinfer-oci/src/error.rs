@@ -6,7 +6,10 @@
 //!   a controller needs to decide between "fix the spec", "fix the credentials", "wait for the
 //!   upstream object" and "retry later". The mapping is stable and documented per variant.
 //! - Registry failures are classified from what the registry said (HTTP status and OCI error
-//!   codes), then from the transport (timeouts, connection failures), never from guesses.
+//!   codes), then from the transport (timeouts, connection failures), never from guesses. The
+//!   HTTP status decides when it is known; `oci-client` drops it for 4xx answers that carry an
+//!   OCI error body, and then the first error code decides by exact name — an empty error list
+//!   or an unknown code (`UNKNOWN`, vendor codes) is Infrastructure, not a guess.
 //! - No variant ever carries credentials: messages hold registry URLs, OCI error codes and the
 //!   registry's own error text only.
 
@@ -79,6 +82,18 @@ pub enum OciError {
         /// What is wrong with its value.
         reason: String,
     },
+    /// The image's labels are larger in total than the inspector keeps. Category: InvalidSpec.
+    #[error(
+        "image labels too large: {reference} has {bytes} bytes of labels (the limit is {limit})"
+    )]
+    LabelsTooLarge {
+        /// The image.
+        reference: String,
+        /// Total bytes of label keys and values.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The reference points at something that is not a readable container image (unsupported
     /// manifest, empty image index, config blob that is not an image config). Category:
     /// InvalidSpec.
@@ -138,6 +153,7 @@ impl OciError {
             Self::InvalidReference { .. }
             | Self::InvalidPullSecret { .. }
             | Self::InvalidLabel { .. }
+            | Self::LabelsTooLarge { .. }
             | Self::UnsupportedImage { .. } => OciErrorCategory::InvalidSpec,
             Self::Unauthorized { .. } => OciErrorCategory::Auth,
             Self::NotFound { .. } => OciErrorCategory::NotFound,
@@ -181,6 +197,11 @@ impl OciError {
             OciDistributionError::ServerError { code, message, .. } => {
                 Self::from_status(reference, code, &message)
             }
+            // oci-client raises this for 4xx answers with an OCI error body but does not pass
+            // the status on, so the first error code decides; an empty `errors` list or a code
+            // that says nothing (`UNKNOWN`, registry-specific names) is Infrastructure.
+            // Answers with any other status arrive as `ServerError { code }` and are
+            // classified by that status.
             OciDistributionError::RegistryError { envelope, .. } => {
                 let message = envelope
                     .errors
@@ -278,16 +299,12 @@ fn code_category(code: &OciErrorCode) -> OciErrorCategory {
         | OciErrorCode::TagInvalid
         | OciErrorCode::ManifestInvalid
         | OciErrorCode::Unsupported => OciErrorCategory::InvalidSpec,
-        OciErrorCode::Other(s) => {
-            let s = s.to_ascii_lowercase();
-            if s.contains("unauthorized") || s.contains("denied") || s.contains("forbidden") {
-                OciErrorCategory::Auth
-            } else if s.contains("unknown") || s.contains("not_found") {
-                OciErrorCategory::NotFound
-            } else {
-                OciErrorCategory::Infrastructure
-            }
-        }
+        // Registry-specific codes: only exact, unambiguous names count. Substring guesses
+        // misfiled distribution's bare `UNKNOWN` ("unknown error") as NotFound.
+        OciErrorCode::Other(s) => match s.to_ascii_uppercase().as_str() {
+            "FORBIDDEN" => OciErrorCategory::Auth,
+            _ => OciErrorCategory::Infrastructure,
+        },
         _ => OciErrorCategory::Infrastructure,
     }
 }

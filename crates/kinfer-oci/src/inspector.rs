@@ -8,8 +8,15 @@
 //!   cache, a changed one (a re-pushed tag) is fetched by digest.
 //! - A tag never seen is fetched by tag directly (no extra `HEAD`).
 //! - Cache entries are scoped by API host, repository and credential fingerprint.
-//! - Failures are not cached; the whole call is bounded by `timeout`
-//!   ([`OciError::Timeout`], Infrastructure).
+//! - Labels over [`MAX_LABEL_BYTES`] in total are [`OciError::LabelsTooLarge`] (InvalidSpec);
+//!   the labels are kept once, in `metadata.original_labels`.
+//! - When that re-check fails with an Infrastructure error (registry down, 5xx, timeout of the
+//!   request) and the tag's last digest is cached, the cached result is served with a warning
+//!   and the tag stays stale; Auth and NotFound errors are returned, since they are answers.
+//! - A label failure ([`OciError::InvalidLabel`], [`OciError::LabelsTooLarge`]) depends only
+//!   on the image's content, so it is cached by digest like a success: a broken image is not
+//!   downloaded again on every reconcile. Registry and transport failures are not cached.
+//! - The whole call is bounded by `timeout` ([`OciError::Timeout`], Infrastructure).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -19,13 +26,42 @@ use std::time::Duration;
 
 use kinfer_api::aim::ImageMetadata;
 
-use crate::auth::{Credentials, PullSecret, credentials_for};
+use crate::auth::{Credentials, PullSecret, credential_candidates};
 use crate::cache::{Clock, InspectionCache, Scope, SystemClock};
 use crate::client::{self, ClientPool, Transport};
-use crate::error::OciError;
+use crate::error::{OciError, OciErrorCategory};
 use crate::labels::parse_image_metadata;
 use crate::reference::ImageReference;
 use crate::tags::{self, Paging};
+
+/// Total bytes of label keys and values an inspection keeps (and caches). AIM images carry a
+/// few KiB; the cache holds `cache_capacity` results, so this bounds it by bytes, too.
+pub const MAX_LABEL_BYTES: usize = 256 * 1024;
+
+fn label_bytes(labels: &BTreeMap<String, String>) -> usize {
+    labels.iter().map(|(k, v)| k.len() + v.len()).sum()
+}
+
+/// Runs `call` with each candidate until one is not refused (anonymous when there are none).
+async fn try_in_turn<'a, T, F, Fut>(candidates: &'a [Credentials], call: F) -> Result<T, OciError>
+where
+    F: Fn(&'a Credentials) -> Fut,
+    Fut: Future<Output = Result<T, OciError>>,
+{
+    static ANONYMOUS: Credentials = Credentials::Anonymous;
+    let Some((last, earlier)) = candidates.split_last() else {
+        return call(&ANONYMOUS).await;
+    };
+    for (index, credentials) in earlier.iter().enumerate() {
+        match call(credentials).await {
+            Err(e) if e.category() == OciErrorCategory::Auth => {
+                tracing::debug!(candidate = index, error = %e, "credentials refused; trying the next");
+            }
+            other => return other,
+        }
+    }
+    call(last).await
+}
 
 /// Settings of an [`Inspector`].
 #[derive(Debug, Clone)]
@@ -47,6 +83,8 @@ pub struct InspectorConfig {
     pub tags_page_size: usize,
     /// Pages `list_tags` follows before giving up.
     pub max_tag_pages: usize,
+    /// Distinct tags `list_tags` collects before giving up.
+    pub max_tags: usize,
 }
 
 impl Default for InspectorConfig {
@@ -60,6 +98,7 @@ impl Default for InspectorConfig {
             read_timeout: Duration::from_secs(30),
             tags_page_size: 100,
             max_tag_pages: 1000,
+            max_tags: 100_000,
         }
     }
 }
@@ -73,10 +112,16 @@ pub struct InspectedImage {
     /// The digest of the platform image manifest that was read (`linux/amd64`, else the first
     /// entry of an index); equals `digest` for single-platform images.
     pub manifest_digest: String,
-    /// The image config's labels, verbatim.
-    pub labels: BTreeMap<String, String>,
-    /// AIM and OCI metadata parsed from the labels.
+    /// AIM and OCI metadata parsed from the labels; `metadata.original_labels` holds every
+    /// label verbatim (the only copy, see [`Self::labels`]).
     pub metadata: ImageMetadata,
+}
+
+impl InspectedImage {
+    /// The image config's labels, verbatim.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.metadata.original_labels
+    }
 }
 
 /// Cache occupancy, see [`Inspector::cached_entries`].
@@ -94,7 +139,7 @@ pub struct Inspector {
     config: InspectorConfig,
     pool: ClientPool,
     http: reqwest::Client,
-    cache: Mutex<InspectionCache<InspectedImage>>,
+    cache: Mutex<InspectionCache<Cached>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -121,11 +166,11 @@ impl Inspector {
             .user_agent(concat!("kinfer-oci/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| OciError::from_reqwest("(client setup)", &e))?;
-        let pool = ClientPool::new(Transport {
-            insecure_registries: config.insecure_registries.clone(),
-            connect_timeout: config.connect_timeout,
-            read_timeout: config.read_timeout,
-        });
+        let pool = ClientPool::new(Transport::new(
+            &config.insecure_registries,
+            config.connect_timeout,
+            config.read_timeout,
+        ));
         let cache = Mutex::new(InspectionCache::new(config.cache_capacity, config.tag_ttl));
         Ok(Self {
             config,
@@ -149,15 +194,28 @@ impl Inspector {
         .await
     }
 
-    /// Inspects `reference` with the credentials `secrets` hold for its registry (anonymous
-    /// when none match).
+    /// Inspects `reference` with the credentials `secrets` hold for its registry: each
+    /// [`credential_candidates`] entry in turn until the registry accepts one (an Auth error
+    /// moves on to the next; any other result is returned at once), like the kubelet. Anonymous
+    /// when none match; the last Auth error when every candidate is refused.
     pub async fn inspect_with_secrets(
         &self,
         reference: &ImageReference,
         secrets: &[PullSecret],
     ) -> Result<InspectedImage, OciError> {
-        let credentials = credentials_for(reference, secrets)?;
-        self.inspect(reference, &credentials).await
+        let candidates = credential_candidates(reference, secrets)?;
+        try_in_turn(&candidates, |c| self.inspect(reference, c)).await
+    }
+
+    /// [`Self::list_tags`] with the credentials `secrets` hold, tried in turn like
+    /// [`Self::inspect_with_secrets`].
+    pub async fn list_tags_with_secrets(
+        &self,
+        repository: &ImageReference,
+        secrets: &[PullSecret],
+    ) -> Result<Vec<String>, OciError> {
+        let candidates = credential_candidates(repository, secrets)?;
+        try_in_turn(&candidates, |c| self.list_tags(repository, c)).await
     }
 
     /// Lists the tags of `repository`'s repository (its tag and digest are ignored), following
@@ -170,6 +228,7 @@ impl Inspector {
         let paging = Paging {
             page_size: self.config.tags_page_size,
             max_pages: self.config.max_tag_pages,
+            max_tags: self.config.max_tags,
         };
         self.bounded(
             repository.name(),
@@ -209,11 +268,12 @@ impl Inspector {
             credentials: credentials.fingerprint(),
         };
         let client = self.pool.client(reference.api_host(), credentials);
+        let served = |cached: Cached| cached.map_err(|f| f.into_error(reference));
 
         if let Some(digest) = reference.digest() {
             if let Some(hit) = self.cache().by_digest(&scope, digest) {
                 tracing::debug!(image = %reference, "digest cache hit");
-                return Ok(hit);
+                return served(hit);
             }
             return self
                 .fetch(&client, reference, credentials, &scope, None)
@@ -233,16 +293,29 @@ impl Inspector {
             && let Some(hit) = self.cache().by_digest(&scope, &known.digest)
         {
             tracing::debug!(image = %reference, digest = %known.digest, "tag cache hit");
-            return Ok(hit);
+            return served(hit);
         }
 
-        let digest = client::resolve_digest(&client, reference, credentials).await?;
+        let digest = match client::resolve_digest(&client, reference, credentials).await {
+            Ok(digest) => digest,
+            Err(e) if e.category() == OciErrorCategory::Infrastructure => {
+                // The registry is unreachable, not saying "no": what the tag pointed at last is
+                // a better answer than failing the reconcile. The tag stays stale, so the next
+                // call checks again.
+                let Some(stale) = self.cache().by_digest(&scope, &known.digest) else {
+                    return Err(e);
+                };
+                tracing::warn!(image = %reference, digest = %known.digest, error = %e, "cannot re-check tag; serving the cached result");
+                return served(stale);
+            }
+            Err(e) => return Err(e),
+        };
         let cached = self.cache().by_digest(&scope, &digest);
         if let Some(hit) = cached {
             tracing::debug!(image = %reference, %digest, "tag re-resolved to a cached digest");
             self.cache()
                 .store_tag(&scope, tag, &digest, self.clock.now());
-            return Ok(hit);
+            return served(hit);
         }
         if digest != known.digest {
             tracing::info!(image = %reference, old = %known.digest, new = %digest, "tag now points at another image");
@@ -258,6 +331,8 @@ impl Inspector {
             .await
     }
 
+    /// Fetches and parses; a result that depends only on the image's content (the metadata, or
+    /// a label failure) is cached under its digest.
     async fn fetch(
         &self,
         client: &oci_client::Client,
@@ -267,26 +342,69 @@ impl Inspector {
         tag: Option<&str>,
     ) -> Result<InspectedImage, OciError> {
         let fetched = client::fetch_config(client, reference, credentials).await?;
-        let metadata = parse_image_metadata(&fetched.labels)?;
-        let image = InspectedImage {
-            digest: fetched.digest,
+        let result = interpret(&fetched.labels).map(|metadata| InspectedImage {
+            digest: fetched.digest.clone(),
             manifest_digest: fetched.manifest_digest,
-            labels: fetched.labels,
             metadata,
-        };
-        tracing::debug!(image = %reference, digest = %image.digest, labels = image.labels.len(), "inspected image");
+        });
+        match &result {
+            Ok(image) => {
+                tracing::debug!(image = %reference, digest = %image.digest, labels = image.labels().len(), "inspected image");
+            }
+            Err(failure) => {
+                tracing::debug!(image = %reference, digest = %fetched.digest, ?failure, "image labels rejected");
+            }
+        }
         let now = self.clock.now();
         let mut cache = self.cache();
-        cache.store_digest(scope, &image.digest, image.clone(), now);
+        cache.store_digest(scope, &fetched.digest, result.clone(), now);
         if let Some(tag) = tag {
-            cache.store_tag(scope, tag, &image.digest, now);
+            cache.store_tag(scope, tag, &fetched.digest, now);
         }
-        Ok(image)
+        drop(cache);
+        result.map_err(|f| f.into_error(reference))
     }
 
-    fn cache(&self) -> MutexGuard<'_, InspectionCache<InspectedImage>> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn cache(&self) -> MutexGuard<'_, InspectionCache<Cached>> {
+        crate::cache::lock(&self.cache)
     }
+}
+
+/// A digest's cached outcome: the inspection, or why its labels were rejected (content
+/// addressed too, so it never changes either).
+type Cached = Result<InspectedImage, LabelFailure>;
+
+/// A label failure, kept without the reference so one cache entry serves every name of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LabelFailure {
+    Invalid { label: String, reason: String },
+    TooLarge { bytes: usize },
+}
+
+impl LabelFailure {
+    fn into_error(self, reference: &ImageReference) -> OciError {
+        match self {
+            Self::Invalid { label, reason } => OciError::InvalidLabel { label, reason },
+            Self::TooLarge { bytes } => OciError::LabelsTooLarge {
+                reference: reference.to_string(),
+                bytes,
+                limit: MAX_LABEL_BYTES,
+            },
+        }
+    }
+}
+
+/// The size limit, then the metadata.
+fn interpret(labels: &BTreeMap<String, String>) -> Result<ImageMetadata, LabelFailure> {
+    let bytes = label_bytes(labels);
+    if bytes > MAX_LABEL_BYTES {
+        return Err(LabelFailure::TooLarge { bytes });
+    }
+    parse_image_metadata(labels).map_err(|e| match e {
+        OciError::InvalidLabel { label, reason } => LabelFailure::Invalid { label, reason },
+        other => LabelFailure::Invalid {
+            label: String::new(),
+            reason: other.to_string(),
+        },
+    })
 }

@@ -6,16 +6,35 @@
 //!
 //! - [`ImageReference`]: parse and normalise `[registry/]repository[:tag][@digest]` (Docker Hub
 //!   defaults: `docker.io`, `library/`, API host `registry-1.docker.io`).
-//! - [`credentials_for`]: pick registry credentials from Kubernetes pull secrets
-//!   ([`PullSecret`], `kubernetes.io/dockerconfigjson` or legacy `kubernetes.io/dockercfg`).
+//! - [`credential_candidates`]: the registry credentials Kubernetes pull secrets hold for an
+//!   image, most specific first ([`PullSecret`], `kubernetes.io/dockerconfigjson` or legacy
+//!   `kubernetes.io/dockercfg`), with the kubelet's matching rules; [`credentials_for`] is the
+//!   first of them. [`Inspector::inspect_with_secrets`] and [`Inspector::list_tags_with_secrets`]
+//!   try each in turn, like the kubelet.
 //! - [`Inspector::inspect`]: manifest (image indexes resolve to `linux/amd64`, else the first
 //!   entry), then the config blob; the result is cached by digest, and tags are re-resolved after
-//!   a TTL so a re-pushed tag is noticed. Time comes from an injectable [`Clock`].
+//!   a TTL so a re-pushed tag is noticed; when that re-check hits an Infrastructure error the
+//!   cached result is served. Label failures are cached by digest too. Time comes from an
+//!   injectable [`Clock`].
 //! - [`parse_image_metadata`]: `com.amd.aim.*` labels (falling back to `org.amd.silogen.*`) and
 //!   `org.opencontainers.image.*` labels into [`kinfer_api::aim::ImageMetadata`]; Python-dict
 //!   style `recommendedDeployments` are read with a real tokenizer.
 //! - [`Inspector::list_tags`]: `/v2/<name>/tags/list`, following `Link` pagination.
 //! - [`OciError::category`]: every failure is Auth, NotFound, Infrastructure or InvalidSpec.
+//!
+//! # Resource limits
+//!
+//! What a registry sends is bounded where this crate reads it: config blobs stop at their
+//! declared size (at most 8 MiB), tag list pages at 4 MiB and the tag list at
+//! [`InspectorConfig::max_tags`], labels at [`MAX_LABEL_BYTES`] (256 KiB) in total — so the
+//! cache is bounded in bytes as well as entries — and every call at
+//! [`InspectorConfig::timeout`]. Pull-secret host globs match in O(n·m).
+//!
+//! **Known gap:** manifests (and image indexes) are read by `oci-client`, which buffers the
+//! whole response body (`Response::bytes`) before parsing it; its token-exchange response is
+//! read the same way. A hostile registry can therefore make one call buffer a large body until
+//! the call's timeout fires. Closing it means fetching manifests with our own size-limited
+//! reader (re-implementing `oci-client`'s auth handshake), which is not done yet.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kinfer_oci::OciError> {
@@ -24,7 +43,7 @@
 //! let inspector = Inspector::new(InspectorConfig::default())?;
 //! let image = ImageReference::parse_spec("amdenterpriseai/aim-qwen-qwen3-32b:0.8.5")?;
 //! let inspected = inspector.inspect(&image, &Credentials::Anonymous).await?;
-//! println!("{} has {} labels", inspected.digest, inspected.labels.len());
+//! println!("{} has {} labels", inspected.digest, inspected.labels().len());
 //! # Ok(())
 //! # }
 //! ```
@@ -39,10 +58,12 @@ mod pydict;
 mod reference;
 mod tags;
 
-pub use auth::{Credentials, DOCKER_CFG, DOCKER_CONFIG_JSON, PullSecret, credentials_for};
+pub use auth::{
+    Credentials, DOCKER_CFG, DOCKER_CONFIG_JSON, PullSecret, credential_candidates, credentials_for,
+};
 pub use cache::{Clock, ManualClock, SystemClock};
 pub use error::{OciError, OciErrorCategory};
-pub use inspector::{CachedEntries, InspectedImage, Inspector, InspectorConfig};
+pub use inspector::{CachedEntries, InspectedImage, Inspector, InspectorConfig, MAX_LABEL_BYTES};
 pub use kinfer_api::aim::ImageMetadata;
 pub use labels::parse_image_metadata;
 pub use pydict::{PyLiteralError, python_literal_to_json};
@@ -55,17 +76,16 @@ mod tests {
     fn assert_send_sync<T: Send + Sync>(_: &T) {}
 
     #[test]
+    #[allow(clippy::expect_used)]
     fn futures_are_send() {
         fn check_future<F: std::future::Future + Send>(_: F) {}
-        let Ok(inspector) = Inspector::new(InspectorConfig::default()) else {
-            return;
-        };
+        let inspector = Inspector::new(InspectorConfig::default()).expect("inspector");
         assert_send_sync(&inspector);
-        let Ok(r) = ImageReference::parse("a/b") else {
-            return;
-        };
+        let r = ImageReference::parse("a/b").expect("reference");
         check_future(inspector.inspect(&r, &Credentials::Anonymous));
+        check_future(inspector.inspect_with_secrets(&r, &[]));
         check_future(inspector.list_tags(&r, &Credentials::Anonymous));
+        check_future(inspector.list_tags_with_secrets(&r, &[]));
     }
 
     #[test]

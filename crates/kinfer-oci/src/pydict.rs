@@ -5,10 +5,15 @@
 //!   and `None` (JSON's `true`, `false`, `null` are accepted too). Output: equivalent JSON text.
 //! - A real tokenizer, not quote swapping: single- and double-quoted strings are decoded with
 //!   Python's escape rules (`\'`, `\"`, `\\`, `\n`, `\t`, `\xHH`, `\uXXXX`, `\UXXXXXXXX`, octal,
-//!   line continuation; unknown escapes keep their backslash) and re-encoded as JSON strings, so
+//!   line continuation after LF, CRLF or CR; unknown escapes keep their backslash) and
+//!   re-encoded as JSON strings, so
 //!   apostrophes inside double-quoted strings and escaped quotes inside single-quoted strings
 //!   survive. Upstream's blind `'`→`"` swap corrupts both.
-//! - Tuples become arrays; trailing commas before `]`, `}` and `)` are dropped.
+//! - String prefixes `u`/`U` (ignored) and `r`/`R` (raw: backslashes kept) are read; bytes
+//!   (`b''`) and f-strings are errors, having no JSON form.
+//! - Tuples become arrays; one trailing comma after an element is dropped before `]`, `}` and
+//!   `)`; a comma with no element before it (`[,]`, `(,)`, `[1,,2]`) is an error, as in Python.
+//! - Python's `1.`, `.5` and `1.e5` numbers become JSON numbers.
 //! - Anything else (unknown identifiers, `NaN`, unterminated strings, stray characters) is a
 //!   [`PyLiteralError`] with the byte offset. Structural validity (balanced brackets, key/value
 //!   shape) is left to the JSON parser that consumes the output.
@@ -43,19 +48,26 @@ pub fn python_literal_to_json(input: &str) -> Result<String, PyLiteralError> {
     while let Some((at, c)) = chars.next() {
         match c {
             c if c.is_whitespace() => out.push(c),
-            '{' | '[' | ':' | ',' => out.push(c),
+            '{' | '[' | ':' => out.push(c),
+            ',' => {
+                // Python has no empty elements: `[,]`, `(,)`, `[1,,2]`, `{'a':,}` are errors.
+                let previous = out.trim_end().chars().last();
+                if matches!(previous, None | Some('[' | '{' | ',' | ':')) {
+                    return Err(PyLiteralError {
+                        offset: at,
+                        reason: "comma without a preceding element".to_owned(),
+                    });
+                }
+                out.push(c);
+            }
             '(' => out.push('['),
             '}' | ']' | ')' => {
                 drop_trailing_comma(&mut out);
                 out.push(if c == ')' { ']' } else { c });
             }
             '\'' | '"' => {
-                let text = read_string(&mut chars, c, at)?;
-                let encoded = serde_json::to_string(&text).map_err(|e| PyLiteralError {
-                    offset: at,
-                    reason: format!("cannot encode string: {e}"),
-                })?;
-                out.push_str(&encoded);
+                let text = read_string(&mut chars, c, at, false)?;
+                out.push_str(&json_string(text));
             }
             '-' | '+' | '.' | '0'..='9' => {
                 let number = read_while(&mut chars, c, |c| {
@@ -65,6 +77,24 @@ pub fn python_literal_to_json(input: &str) -> Result<String, PyLiteralError> {
             }
             c if c.is_alphabetic() || c == '_' => {
                 let word = read_while(&mut chars, c, |c| c.is_alphanumeric() || c == '_');
+                if let Some(&(_, quote @ ('\'' | '"'))) = chars.peek() {
+                    chars.next();
+                    let raw = match word.as_str() {
+                        "u" | "U" => false,
+                        "r" | "R" => true,
+                        other => {
+                            return Err(PyLiteralError {
+                                offset: at,
+                                reason: format!(
+                                    "string prefix {other:?} is not supported (bytes and f-strings have no JSON form)"
+                                ),
+                            });
+                        }
+                    };
+                    let text = read_string(&mut chars, quote, at, raw)?;
+                    out.push_str(&json_string(text));
+                    continue;
+                }
                 out.push_str(match word.as_str() {
                     "True" | "true" => "true",
                     "False" | "false" => "false",
@@ -86,6 +116,11 @@ pub fn python_literal_to_json(input: &str) -> Result<String, PyLiteralError> {
         }
     }
     Ok(out)
+}
+
+/// A JSON string literal (`Value`'s `Display` cannot fail, unlike `to_string`).
+fn json_string(text: String) -> String {
+    serde_json::Value::String(text).to_string()
 }
 
 fn drop_trailing_comma(out: &mut String) {
@@ -119,9 +154,12 @@ fn normalise_number(raw: &str, at: usize) -> Result<String, PyLiteralError> {
         _ if cleaned.starts_with('.') => format!("0{cleaned}"),
         _ => cleaned,
     };
+    // "1." and "1.e5": JSON needs a digit after the point.
     let cleaned = cleaned
         .strip_suffix('.')
-        .map_or(cleaned.clone(), |s| format!("{s}.0"));
+        .map_or(cleaned.clone(), |s| format!("{s}.0"))
+        .replace(".e", ".0e")
+        .replace(".E", ".0E");
     if serde_json::from_str::<serde_json::Number>(&cleaned).is_ok() {
         Ok(cleaned)
     } else {
@@ -132,7 +170,14 @@ fn normalise_number(raw: &str, at: usize) -> Result<String, PyLiteralError> {
     }
 }
 
-fn read_string(chars: &mut Chars<'_>, quote: char, start: usize) -> Result<String, PyLiteralError> {
+/// The rest of a string literal opened by `quote`. In a raw string a backslash keeps itself
+/// and the character after it (so `\'` does not close the string), as in Python.
+fn read_string(
+    chars: &mut Chars<'_>,
+    quote: char,
+    start: usize,
+    raw: bool,
+) -> Result<String, PyLiteralError> {
     let unterminated = || PyLiteralError {
         offset: start,
         reason: "unterminated string".to_owned(),
@@ -143,6 +188,11 @@ fn read_string(chars: &mut Chars<'_>, quote: char, start: usize) -> Result<Strin
         match c {
             c if c == quote => return Ok(s),
             '\n' | '\r' => return Err(unterminated()),
+            '\\' if raw => {
+                s.push('\\');
+                let (_, next) = chars.next().ok_or_else(unterminated)?;
+                s.push(next);
+            }
             '\\' => read_escape(chars, at, &mut s)?,
             c => s.push(c),
         }
@@ -157,6 +207,12 @@ fn read_escape(chars: &mut Chars<'_>, at: usize, s: &mut String) -> Result<(), P
     let (_, c) = chars.next().ok_or_else(|| err("unterminated escape"))?;
     match c {
         '\n' => {} // line continuation
+        '\r' => {
+            // CRLF (or a lone CR) line continuation.
+            if matches!(chars.peek(), Some((_, '\n'))) {
+                chars.next();
+            }
+        }
         '\\' | '\'' | '"' => s.push(c),
         'n' => s.push('\n'),
         't' => s.push('\t'),

@@ -2,12 +2,17 @@
 //!
 //! Contract (the grammar of `github.com/distribution/reference`, normalised like Docker):
 //! - The first path component is a registry when it contains `.` or `:`, is `localhost`, or has
-//!   an upper-case letter; otherwise the registry is `docker.io`.
+//!   an upper-case letter; otherwise the registry is `docker.io`. The registry is lower-cased
+//!   (`LOCALHOST:5000` is `localhost:5000`).
+//! - Leading or trailing whitespace is rejected, not trimmed, as Kubernetes image validation
+//!   does.
 //! - On `docker.io` (also spelt `index.docker.io`) a single-segment repository gets `library/`.
 //!   The API host of `docker.io` is `registry-1.docker.io` ([`ImageReference::api_host`]).
 //! - Repository components are lower-case `[a-z0-9]+` joined by `.`, `_`, `__` or `-+`; the full
 //!   name is at most 255 characters. Tags match `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`. Digests are
-//!   `algorithm:hex`, with exact lengths for sha256 and sha512.
+//!   `sha256:<64 hex>` or `sha512:<128 hex>` only: the algorithms `oci-client` can verify.
+//! - Registry hosts are DNS labels of at most 63 characters (or an IPv6 literal); the port is
+//!   a `u16`.
 //! - With neither tag nor digest the tag is `latest`. With both, the digest identifies the image
 //!   and the tag is kept for display only.
 //! - Every rejection is a typed [`ReferenceError`].
@@ -24,6 +29,8 @@ pub const DOCKER_HUB_API_HOST: &str = "registry-1.docker.io";
 const DOCKER_HUB_LEGACY: &str = "index.docker.io";
 const MAX_NAME_LEN: usize = 255;
 const MAX_TAG_LEN: usize = 128;
+/// RFC 1035: a DNS label is at most 63 octets.
+const MAX_HOST_LABEL_LEN: usize = 63;
 
 /// Why an image reference was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,6 +39,9 @@ pub enum ReferenceError {
     /// Nothing to parse.
     #[error("reference is empty")]
     Empty,
+    /// Leading or trailing whitespace (Kubernetes rejects it in image names).
+    #[error("reference has leading or trailing whitespace")]
+    SurroundingWhitespace,
     /// The registry host or port is malformed.
     #[error("invalid registry {0:?}")]
     InvalidRegistry(String),
@@ -65,14 +75,18 @@ impl ImageReference {
     /// Parses and normalises a reference such as `nginx`, `ghcr.io/org/app:1.0` or
     /// `localhost:5000/app@sha256:…`.
     pub fn parse(input: &str) -> Result<Self, ReferenceError> {
-        let input = input.trim();
         if input.is_empty() {
             return Err(ReferenceError::Empty);
+        }
+        if input.trim() != input {
+            // Kubernetes rejects such image names too; trimming would inspect another string
+            // than the kubelet pulls.
+            return Err(ReferenceError::SurroundingWhitespace);
         }
         let (name_and_tag, digest) = match input.split_once('@') {
             Some((rest, digest)) => {
                 validate_digest(digest)?;
-                (rest, Some(digest.to_owned()))
+                (rest, Some(digest))
             }
             None => (input, None),
         };
@@ -83,15 +97,66 @@ impl ImageReference {
                 let at = last_slash + i;
                 let tag = &name_and_tag[at + 1..];
                 validate_tag(tag)?;
-                (&name_and_tag[..at], Some(tag.to_owned()))
+                (&name_and_tag[..at], Some(tag))
             }
             None => (name_and_tag, None),
         };
         let (registry, repository) = split_registry(name)?;
-        if registry.len() + 1 + repository.len() > MAX_NAME_LEN {
-            return Err(ReferenceError::NameTooLong(
-                registry.len() + 1 + repository.len(),
-            ));
+        Self::assemble(
+            registry,
+            repository,
+            tag.map(str::to_owned),
+            digest.map(str::to_owned),
+        )
+    }
+
+    /// Parses `input`, reporting failure as [`OciError::InvalidReference`] (InvalidSpec).
+    pub fn parse_spec(input: &str) -> Result<Self, OciError> {
+        Self::parse(input).map_err(|source| OciError::InvalidReference {
+            reference: input.to_owned(),
+            source,
+        })
+    }
+
+    /// Builds a reference from separately validated parts, normalised like [`Self::parse`]
+    /// (the registry's case, `index.docker.io`, `library/` on Docker Hub; the tag defaults to
+    /// `latest` without a digest). The registry must be recognisable as one in the reference's
+    /// text (contain `.` or `:`, or be `localhost`), so that `parse(r.to_string()) == r`: a bare
+    /// `registry` would be read as a Docker Hub namespace by every other tool.
+    pub fn from_parts(
+        registry: &str,
+        repository: &str,
+        tag: Option<&str>,
+        digest: Option<&str>,
+    ) -> Result<Self, ReferenceError> {
+        if !looks_like_registry(registry) {
+            return Err(ReferenceError::InvalidRegistry(registry.to_owned()));
+        }
+        let registry = normalise_registry(registry)?;
+        let repository = normalise_repository(&registry, repository)?;
+        if let Some(tag) = tag {
+            validate_tag(tag)?;
+        }
+        if let Some(digest) = digest {
+            validate_digest(digest)?;
+        }
+        Self::assemble(
+            registry,
+            repository,
+            tag.map(str::to_owned),
+            digest.map(str::to_owned),
+        )
+    }
+
+    fn assemble(
+        registry: String,
+        repository: String,
+        tag: Option<String>,
+        digest: Option<String>,
+    ) -> Result<Self, ReferenceError> {
+        let name_len = registry.len() + 1 + repository.len();
+        if name_len > MAX_NAME_LEN {
+            return Err(ReferenceError::NameTooLong(name_len));
         }
         let tag = if tag.is_none() && digest.is_none() {
             Some("latest".to_owned())
@@ -104,33 +169,6 @@ impl ImageReference {
             tag,
             digest,
         })
-    }
-
-    /// Parses `input`, reporting failure as [`OciError::InvalidReference`] (InvalidSpec).
-    pub fn parse_spec(input: &str) -> Result<Self, OciError> {
-        Self::parse(input).map_err(|source| OciError::InvalidReference {
-            reference: input.to_owned(),
-            source,
-        })
-    }
-
-    /// Builds a reference from validated parts (the tag defaults to `latest` without a digest).
-    pub fn from_parts(
-        registry: &str,
-        repository: &str,
-        tag: Option<&str>,
-        digest: Option<&str>,
-    ) -> Result<Self, ReferenceError> {
-        let mut text = format!("{registry}/{repository}");
-        if let Some(tag) = tag {
-            text.push(':');
-            text.push_str(tag);
-        }
-        if let Some(digest) = digest {
-            text.push('@');
-            text.push_str(digest);
-        }
-        Self::parse(&text)
     }
 
     /// The canonical registry, e.g. `docker.io`, `ghcr.io`, `localhost:5000`.
@@ -225,35 +263,48 @@ impl FromStr for ImageReference {
     }
 }
 
+/// Docker's rule: the first component names a registry when it has a `.` or `:`, is
+/// `localhost`, or has an upper-case letter.
+fn looks_like_registry(first: &str) -> bool {
+    first.contains(['.', ':'])
+        || first == "localhost"
+        || first.chars().any(|c| c.is_ascii_uppercase())
+}
+
 fn split_registry(name: &str) -> Result<(String, String), ReferenceError> {
     let (registry, path) = match name.split_once('/') {
-        Some((first, rest))
-            if first.contains(['.', ':'])
-                || first == "localhost"
-                || first.chars().any(|c| c.is_ascii_uppercase()) =>
-        {
-            validate_registry(first)?;
-            let registry = if first == DOCKER_HUB_LEGACY {
-                DOCKER_HUB
-            } else {
-                first
-            };
-            (registry.to_owned(), rest)
-        }
+        Some((first, rest)) if looks_like_registry(first) => (normalise_registry(first)?, rest),
         _ => (DOCKER_HUB.to_owned(), name),
     };
+    let repository = normalise_repository(&registry, path)?;
+    Ok((registry, repository))
+}
+
+/// Validated and lower-cased (host names are case-insensitive, and insecure-registry and
+/// pull-secret matching compare them exactly); `index.docker.io` is `docker.io`.
+fn normalise_registry(registry: &str) -> Result<String, ReferenceError> {
+    validate_registry(registry)?;
+    let registry = registry.to_ascii_lowercase();
+    Ok(if registry == DOCKER_HUB_LEGACY {
+        DOCKER_HUB.to_owned()
+    } else {
+        registry
+    })
+}
+
+/// Validated path components; `library/` prepended to a single component on Docker Hub.
+fn normalise_repository(registry: &str, path: &str) -> Result<String, ReferenceError> {
     if path.is_empty() {
         return Err(ReferenceError::InvalidRepository(String::new()));
     }
     for component in path.split('/') {
         validate_component(component, path)?;
     }
-    let repository = if registry == DOCKER_HUB && !path.contains('/') {
+    Ok(if registry == DOCKER_HUB && !path.contains('/') {
         format!("library/{path}")
     } else {
         path.to_owned()
-    };
-    Ok((registry, repository))
+    })
 }
 
 fn validate_registry(registry: &str) -> Result<(), ReferenceError> {
@@ -277,6 +328,7 @@ fn validate_registry(registry: &str) -> Result<(), ReferenceError> {
     if let Some(host) = host {
         let label_ok = |l: &str| {
             !l.is_empty()
+                && l.len() <= MAX_HOST_LABEL_LEN
                 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
                 && !l.starts_with('-')
                 && !l.ends_with('-')
@@ -286,7 +338,7 @@ fn validate_registry(registry: &str) -> Result<(), ReferenceError> {
         }
     }
     if let Some(port) = port
-        && (port.is_empty() || !port.chars().all(|c| c.is_ascii_digit()) || port.len() > 5)
+        && (!port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err())
     {
         return Err(bad());
     }
@@ -337,37 +389,21 @@ fn validate_tag(tag: &str) -> Result<(), ReferenceError> {
     }
 }
 
+/// `sha256:<64 hex>` or `sha512:<128 hex>`: the algorithms `oci-client` can verify. Other
+/// algorithms are valid in the distribution grammar but could only fail later, at the
+/// registry, as a transient-looking error.
 fn validate_digest(digest: &str) -> Result<(), ReferenceError> {
     let bad = || ReferenceError::InvalidDigest(digest.to_owned());
     let (algorithm, encoded) = digest.split_once(':').ok_or_else(bad)?;
-    let algorithm_ok = !algorithm.is_empty()
-        && algorithm.split(['+', '.', '_', '-']).all(|p| {
-            !p.is_empty()
-                && p.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        });
-    if !algorithm_ok {
-        return Err(bad());
-    }
     let hex_len = match algorithm {
-        "sha256" => Some(64),
-        "sha512" => Some(128),
-        _ => None,
+        "sha256" => 64,
+        "sha512" => 128,
+        _ => return Err(bad()),
     };
-    let encoded_ok = match hex_len {
-        Some(n) => {
-            encoded.len() == n
-                && encoded
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
-        }
-        None => {
-            encoded.len() >= 32
-                && encoded
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '=' | '_' | '-'))
-        }
-    };
+    let encoded_ok = encoded.len() == hex_len
+        && encoded
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     if encoded_ok { Ok(()) } else { Err(bad()) }
 }
 

@@ -6,6 +6,9 @@
 //!   spec prescribes. A registry that ignores `n` and returns everything in one page works too.
 //! - Links to another scheme, host or port are refused, so credentials never leave the
 //!   registry; a page seen twice ends the walk; more than `max_pages` pages is an error.
+//! - Bounded memory: a page body over [`MAX_PAGE_BYTES`] (4 MiB) is refused while it streams,
+//!   and more than `max_tags` distinct tags is an error (both Infrastructure: the registry
+//!   misbehaves), so a hostile registry cannot make the operator buffer without limit.
 //! - Credentials: a bearer token obtained through `oci-client`'s token exchange when the
 //!   registry asks for one, else HTTP basic credentials, else none.
 //! - Tags are returned in the registry's order, duplicates removed.
@@ -26,7 +29,11 @@ use crate::reference::ImageReference;
 pub(crate) struct Paging {
     pub page_size: usize,
     pub max_pages: usize,
+    pub max_tags: usize,
 }
+
+/// Bytes one tag list page may have; a page of 10 000 maximal (128-byte) tags is ~1.4 MB.
+pub(crate) const MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 #[derive(Deserialize)]
 struct TagPage {
@@ -83,20 +90,34 @@ pub(crate) async fn list_tags(
             .map_err(|e| OciError::from_reqwest(&shown, &e))?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = response
-            .text()
+        let body = read_limited(response, MAX_PAGE_BYTES)
             .await
-            .map_err(|e| OciError::from_reqwest(&shown, &e))?;
+            .map_err(|e| match e {
+                ReadError::Transport(e) => OciError::from_reqwest(&shown, &e),
+                ReadError::TooLarge => OciError::Registry {
+                    reference: shown.clone(),
+                    status: Some(status.as_u16()),
+                    message: format!("tag list page is larger than {MAX_PAGE_BYTES} bytes"),
+                },
+            })?;
         if status != reqwest::StatusCode::OK {
+            let body = String::from_utf8_lossy(&body);
             return Err(OciError::from_status(&shown, status.as_u16(), &body));
         }
-        let page: TagPage = serde_json::from_str(&body).map_err(|e| OciError::Registry {
+        let page: TagPage = serde_json::from_slice(&body).map_err(|e| OciError::Registry {
             reference: shown.clone(),
             status: Some(status.as_u16()),
             message: format!("tag list is not JSON: {e}"),
         })?;
         for tag in page.tags.unwrap_or_default() {
             if seen_tags.insert(tag.clone()) {
+                if tags.len() == paging.max_tags {
+                    return Err(OciError::Registry {
+                        reference: shown,
+                        status: None,
+                        message: format!("repository has more than {} tags", paging.max_tags),
+                    });
+                }
                 tags.push(tag);
             }
         }
@@ -121,6 +142,29 @@ pub(crate) async fn list_tags(
         status: None,
         message: format!("tag list has more than {} pages", paging.max_pages),
     })
+}
+
+enum ReadError {
+    Transport(reqwest::Error),
+    TooLarge,
+}
+
+/// The response body, refusing (without buffering it) a body longer than `limit`.
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ReadError> {
+    if response
+        .content_length()
+        .is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX))
+    {
+        return Err(ReadError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Transport)? {
+        if chunk.len() > limit - body.len() {
+            return Err(ReadError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 async fn authorization(

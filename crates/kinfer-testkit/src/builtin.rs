@@ -8,6 +8,75 @@ use crate::error::ApiError;
 use crate::resources::ResourceDef;
 use crate::state::now;
 
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// What the real server's decoder refuses with 400 before any strategy runs: an object that is
+/// not a JSON object, or metadata, labels, annotations, finalizers, owner references (and, for
+/// built-in kinds, `spec` and `status`) of the wrong JSON type.
+pub fn check_decodable(def: &ResourceDef, new: &Value) -> Result<(), ApiError> {
+    let bad = |field: &str, v: &Value, want: &str| {
+        Err(ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field {field} of type {want}",
+            kind = def.kind,
+            version = def.version,
+            got = json_type(v),
+        )))
+    };
+    if !new.is_object() {
+        return bad(&def.kind, new, "object");
+    }
+    let meta = &new["metadata"];
+    if !(meta.is_object() || meta.is_null()) {
+        return bad("metadata", meta, "v1.ObjectMeta");
+    }
+    for k in ["labels", "annotations"] {
+        match &meta[k] {
+            Value::Null => {}
+            Value::Object(m) => {
+                if let Some(v) = m.values().find(|v| !v.is_string()) {
+                    return bad(&format!("metadata.{k}"), v, "string");
+                }
+            }
+            other => return bad(&format!("metadata.{k}"), other, "map[string]string"),
+        }
+    }
+    match &meta["finalizers"] {
+        Value::Null => {}
+        Value::Array(a) => {
+            if let Some(v) = a.iter().find(|v| !v.is_string()) {
+                return bad("metadata.finalizers", v, "string");
+            }
+        }
+        other => return bad("metadata.finalizers", other, "[]string"),
+    }
+    match &meta["ownerReferences"] {
+        Value::Null => {}
+        Value::Array(a) => {
+            if let Some(v) = a.iter().find(|v| !v.is_object()) {
+                return bad("metadata.ownerReferences", v, "v1.OwnerReference");
+            }
+        }
+        other => return bad("metadata.ownerReferences", other, "[]v1.OwnerReference"),
+    }
+    if !def.custom {
+        for k in ["spec", "status"] {
+            if !(new[k].is_object() || new[k].is_null()) {
+                return bad(k, &new[k], "object");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Adjust `new` as the real registry strategy would.
 pub fn admit(def: &ResourceDef, new: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
     match (def.group.as_str(), def.plural.as_str()) {

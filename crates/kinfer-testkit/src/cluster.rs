@@ -280,6 +280,7 @@ fn install_crd(state: &State, mut v: Value) -> Result<(), Error> {
 pub struct TestEnv {
     client: kube::Client,
     cluster: Option<TestCluster>,
+    kubeconfig: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for TestEnv {
@@ -300,33 +301,61 @@ impl TestEnv {
     pub fn cluster(&self) -> Option<&TestCluster> {
         self.cluster.as_ref()
     }
+
+    /// The kubeconfig of the external cluster, when running against one.
+    pub fn kubeconfig_path(&self) -> Option<&std::path::Path> {
+        self.kubeconfig.as_deref()
+    }
+
+    /// Another client for the same cluster whose default namespace is `namespace` (for tests
+    /// that isolate themselves in a namespace of their own on a shared cluster).
+    pub async fn client_in(&self, namespace: &str) -> Result<kube::Client, Error> {
+        let mut config = match (&self.cluster, &self.kubeconfig) {
+            (Some(c), _) => {
+                let uri: hyper::Uri = c
+                    .url()
+                    .parse()
+                    .map_err(|e: hyper::http::uri::InvalidUri| Error::Kubeconfig(e.to_string()))?;
+                kube::Config::new(uri)
+            }
+            (None, Some(path)) => config_from_kubeconfig(path).await?,
+            (None, None) => return Err(Error::Kubeconfig("no cluster".to_owned())),
+        };
+        namespace.clone_into(&mut config.default_namespace);
+        Ok(kube::Client::try_from(config)?)
+    }
 }
 
 /// The one helper every test takes its cluster from.
 pub async fn test_client() -> Result<TestEnv, Error> {
     if let Some(path) = std::env::var_os("KINFER_TEST_KUBECONFIG") {
-        let client = client_from_kubeconfig(std::path::Path::new(&path)).await?;
+        let path = PathBuf::from(path);
+        let client = client_from_kubeconfig(&path).await?;
         return Ok(TestEnv {
             client,
             cluster: None,
+            kubeconfig: Some(path),
         });
     }
     let cluster = TestCluster::start().await?;
     Ok(TestEnv {
         client: cluster.client()?,
         cluster: Some(cluster),
+        kubeconfig: None,
     })
+}
+
+async fn config_from_kubeconfig(path: &std::path::Path) -> Result<kube::Config, Error> {
+    let kc =
+        kube::config::Kubeconfig::read_from(path).map_err(|e| Error::Kubeconfig(e.to_string()))?;
+    kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .map_err(|e| Error::Kubeconfig(e.to_string()))
 }
 
 /// A client for the current context of a kubeconfig file.
 pub async fn client_from_kubeconfig(path: &std::path::Path) -> Result<kube::Client, Error> {
-    let kc =
-        kube::config::Kubeconfig::read_from(path).map_err(|e| Error::Kubeconfig(e.to_string()))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .map_err(|e| Error::Kubeconfig(e.to_string()))?;
-    Ok(kube::Client::try_from(config)?)
+    Ok(kube::Client::try_from(config_from_kubeconfig(path).await?)?)
 }
 
 /// Options of `kinfer cluster`.

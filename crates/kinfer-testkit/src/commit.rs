@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::patch::apply::{Managers, Part};
+use crate::patch::apply::{Managers, Part, Writer};
 use crate::patch::shape::Shape;
 use crate::resources::ResourceDef;
 use crate::schema;
@@ -34,7 +34,8 @@ pub(crate) fn part_of(def: &ResourceDef, sub: Option<&str>) -> Part {
     }
 }
 
-pub(crate) fn key(def: &ResourceDef, ns: &str, name: &str) -> ObjKey {
+/// The store key of an object of `def` (the namespace is dropped for cluster scope).
+pub fn key(def: &ResourceDef, ns: &str, name: &str) -> ObjKey {
     (
         if def.namespaced {
             ns.to_owned()
@@ -45,11 +46,15 @@ pub(crate) fn key(def: &ResourceDef, ns: &str, name: &str) -> ObjKey {
     )
 }
 
-fn spec_of(v: &Value) -> Value {
+/// What `metadata.generation` follows: everything but metadata, and but status when status is
+/// a subresource (a custom resource without one bumps its generation on status changes too).
+fn spec_of(def: &ResourceDef, v: &Value) -> Value {
     let mut c = v.clone();
     if let Some(m) = c.as_object_mut() {
         m.remove("metadata");
-        m.remove("status");
+        if def.status_subresource || !def.custom {
+            m.remove("status");
+        }
         m.remove("apiVersion");
         m.remove("kind");
     }
@@ -79,21 +84,41 @@ pub enum Fields {
     Keep,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Where and how a write happens.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The server.
+    pub state: &'a State,
+    /// The resource written.
+    pub def: &'a ResourceDef,
+    /// The subresource (`status`), if any.
+    pub sub: Option<&'a str>,
+    /// `dryRun=All`: everything but storing.
+    pub dry_run: bool,
+}
+
 /// Store `new` over `old` (None = create) after enforcing the server's rules. Returns the
-/// stored object (the old one for a no-op) and whether it still exists.
+/// stored object (the old one for a no-op, the last state for a removal).
 pub fn commit(
     txn: &mut Txn<'_>,
-    state: &State,
-    def: &ResourceDef,
+    ctx: &Ctx<'_>,
     old: Option<&Value>,
     mut new: Value,
-    sub: Option<&str>,
     fields: Fields,
-    dry_run: bool,
 ) -> Result<Value, ApiError> {
+    let Ctx {
+        state,
+        def,
+        sub,
+        dry_run,
+    } = *ctx;
     let part = part_of(def, sub);
     let name = name_of(&new).to_owned();
+    if old.is_none() && sub.is_some() {
+        // A subresource write never creates its object.
+        return Err(ApiError::not_found(&def.group, &def.plural, &name));
+    }
+    crate::builtin::check_decodable(def, &new)?;
     new["apiVersion"] = json!(def.api_version());
     new["kind"] = json!(def.kind);
     if !new["metadata"].is_object() {
@@ -178,31 +203,42 @@ pub fn commit(
             }
         }
     }
+    let mut causes = crate::names::label_causes(&new);
+    if old.is_none() {
+        causes.splice(0..0, crate::names::name_causes(def, &name));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&def.group, &def.kind, &name, &causes));
+    }
     if let Some(schema) = def.schema.as_deref() {
         schema::admit(schema, &mut new, old, &def.group, &def.kind, &name)?;
     }
     crate::builtin::admit(def, &mut new, old)?;
     if let Some(o) = old
         && def.generation
-        && spec_of(o) != spec_of(&new)
+        && spec_of(def, o) != spec_of(def, &new)
     {
         let g = o["metadata"]["generation"].as_i64().unwrap_or(0);
         new["metadata"]["generation"] = json!(g + 1);
     }
     let api_version = def.api_version();
     let shape = shape_of(def);
-    let mut managers = match fields {
+    let managers = match fields {
         Fields::Computed(m) => m,
         Fields::Update(manager) => {
             let mut m = old.map(Managers::from_object).unwrap_or_default();
-            m.record_update(old, &new, &manager, part, &api_version, &meta_now, &shape);
+            let w = Writer {
+                manager: &manager,
+                part,
+                api_version: &api_version,
+                now: &meta_now,
+                shape: &shape,
+            };
+            m.record_update(old, &new, &w);
             m
         }
         Fields::Keep => old.map(Managers::from_object).unwrap_or_default(),
     };
-    if old.is_none() && managers.0.is_empty() {
-        managers = Managers::default();
-    }
     managers.write(&mut new);
     let k = key(
         def,
@@ -221,9 +257,11 @@ pub fn commit(
             if dry_run {
                 return Ok(new);
             }
-            let gone = txn.remove(&def.bucket(), &k).unwrap_or(new);
+            let Some(gone) = txn.remove(&def.bucket(), &k) else {
+                return Ok(new);
+            };
             on_removed(state, def, &gone);
-            return Ok(gone);
+            return Ok(Arc::unwrap_or_clone(gone));
         }
     }
     if dry_run {
@@ -234,12 +272,7 @@ pub fn commit(
     if def.plural == "customresourcedefinitions" {
         state.registry_mut().install_crd(&stored);
     }
-    if stored["metadata"]["ownerReferences"].is_array()
-        || stored["metadata"].get("deletionTimestamp").is_some()
-    {
-        state.gc.notify_one();
-    }
-    Ok(stored)
+    Ok(Arc::unwrap_or_clone(stored))
 }
 
 /// Bookkeeping after an object left the store.
@@ -248,5 +281,4 @@ pub fn on_removed(state: &State, def: &ResourceDef, gone: &Value) {
     if def.plural == "customresourcedefinitions" {
         state.registry_mut().remove_crd(gone);
     }
-    state.gc.notify_one();
 }

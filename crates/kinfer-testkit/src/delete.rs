@@ -3,15 +3,33 @@
 //! Contract: an object without finalizers is removed at once (DELETED event) unless the policy
 //! is Foreground, which adds the `foregroundDeletion` finalizer; an object with finalizers gets
 //! `deletionTimestamp` (MODIFIED event) and is removed by the write that clears the last one.
-//! `Orphan` strips the owner's reference from its dependents first. Namespaces always go through
+//! `Orphan` strips the owner's reference from its dependents once the preconditions passed,
+//! under the same lock. Namespaces always go through
 //! termination: their contents are deleted by the garbage collector, then the namespace.
+
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::commit::{Fields, commit, on_removed};
+use crate::commit::{Ctx, Fields, commit, on_removed};
 use crate::error::ApiError;
 use crate::resources::ResourceDef;
 use crate::state::{State, now};
+use crate::store::Txn;
+
+/// The finalizer that holds a deleted CRD until its instances are gone.
+pub const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn add_finalizer(v: &mut Value, name: &str) {
+    let mut f = v["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !f.iter().any(|x| x == name) {
+        f.push(json!(name));
+        v["metadata"]["finalizers"] = Value::Array(f);
+    }
+}
 
 /// Delete options (query parameters or a DeleteOptions body).
 #[derive(Debug, Clone, Default)]
@@ -66,18 +84,8 @@ pub fn delete(
     name: &str,
     opts: &DeleteOpts,
 ) -> Result<Deleted, ApiError> {
-    let k = (
-        if def.namespaced {
-            ns.to_owned()
-        } else {
-            String::new()
-        },
-        name.to_owned(),
-    );
+    let k = crate::commit::key(def, ns, name);
     let bucket = def.bucket();
-    if opts.propagation.as_deref() == Some("Orphan") && !opts.dry_run {
-        orphan_dependents(state, def, ns, name);
-    }
     let mut txn = state.store.txn();
     let Some(old) = txn.get(&bucket, &k).cloned() else {
         return Err(ApiError::not_found(&def.group, &def.plural, name));
@@ -99,17 +107,21 @@ pub fn delete(
             &format!("Precondition failed: {what} mismatch"),
         ));
     }
+    if opts.propagation.as_deref() == Some("Orphan")
+        && !opts.dry_run
+        && let Some(uid) = old["metadata"]["uid"].as_str()
+    {
+        orphan_dependents(&mut txn, state, uid);
+    }
     let mut new = old.clone();
     if opts.propagation.as_deref() == Some("Foreground") {
-        let f = new["metadata"]["finalizers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if !f.iter().any(|x| x == "foregroundDeletion") {
-            let mut f = f;
-            f.push(json!("foregroundDeletion"));
-            new["metadata"]["finalizers"] = Value::Array(f);
-        }
+        add_finalizer(&mut new, "foregroundDeletion");
+    }
+    if def.plural == "customresourcedefinitions"
+        && old["metadata"].get("deletionTimestamp").is_none()
+    {
+        // As the real CRD storage does: instances are deleted before the kind stops being served.
+        add_finalizer(&mut new, CRD_CLEANUP);
     }
     let has_finalizers = new["metadata"]["finalizers"]
         .as_array()
@@ -121,10 +133,13 @@ pub fn delete(
                 pending: true,
             });
         }
-        // Deletion metadata is written directly: no manager owns it.
+        // Deletion metadata is written directly: no manager owns it. A repeated DELETE keeps
+        // the first deletionTimestamp.
         let mut marked = new;
-        marked["metadata"]["deletionTimestamp"] = json!(now());
-        marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        if marked["metadata"].get("deletionTimestamp").is_none() {
+            marked["metadata"]["deletionTimestamp"] = json!(now());
+            marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        }
         if def.plural == "namespaces" {
             marked["status"]["phase"] = json!("Terminating");
         }
@@ -134,10 +149,9 @@ pub fn delete(
                 pending: true,
             });
         }
-        let object = txn.put(&bucket, k, marked);
+        let object = Arc::unwrap_or_clone(txn.put(&bucket, k, marked));
         drop(txn);
         state.counters.record_mutation(&def.plural);
-        state.gc.notify_one();
         return Ok(Deleted {
             object,
             pending: true,
@@ -149,7 +163,7 @@ pub fn delete(
             pending: false,
         });
     }
-    let gone = txn.remove(&bucket, &k).unwrap_or(old);
+    let gone = txn.remove(&bucket, &k).map_or(old, Arc::unwrap_or_clone);
     drop(txn);
     on_removed(state, def, &gone);
     Ok(Deleted {
@@ -158,52 +172,75 @@ pub fn delete(
     })
 }
 
-/// Remove the owner reference to `ns/name` of `def` from every dependent.
-fn orphan_dependents(state: &State, def: &ResourceDef, ns: &str, name: &str) {
-    let k = (
-        if def.namespaced {
-            ns.to_owned()
-        } else {
-            String::new()
-        },
-        name.to_owned(),
-    );
-    let uid = {
-        let txn = state.store.txn();
-        txn.get(&def.bucket(), &k)
-            .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned))
-    };
-    let Some(uid) = uid else { return };
-    let mut txn = state.store.txn();
-    let mut updates = Vec::new();
-    for (bucket, objects) in txn.buckets() {
-        for (key, obj) in objects {
-            let refs = obj["metadata"]["ownerReferences"].as_array();
-            if refs.is_some_and(|r| r.iter().any(|o| o["uid"] == json!(uid))) {
-                updates.push((bucket.clone(), key.clone(), obj.clone()));
-            }
-        }
-    }
-    for (bucket, key, old) in updates {
+/// Remove owner references to `uid` from every dependent (under the caller's lock, after the
+/// delete preconditions passed).
+fn orphan_dependents(txn: &mut Txn<'_>, state: &State, uid: &str) {
+    let updates: Vec<_> = txn
+        .dependents_of(uid)
+        .into_iter()
+        .filter_map(|(b, k)| txn.get(&b, &k).cloned().map(|o| (b, o)))
+        .collect();
+    for (bucket, old) in updates {
         let Some(dep_def) = state.def_for_bucket(&bucket) else {
             continue;
         };
         let mut new = old.clone();
         if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
-            refs.retain(|o| o["uid"] != json!(uid));
+            refs.retain(|o| o["uid"].as_str() != Some(uid));
         }
-        let _ = key;
         if let Err(e) = commit(
-            &mut txn,
-            state,
-            &dep_def,
+            txn,
+            &Ctx {
+                state,
+                def: &dep_def,
+                sub: None,
+                dry_run: false,
+            },
             Some(&old),
             new,
-            None,
             Fields::Update("garbage-collector".to_owned()),
-            false,
         ) {
             tracing::warn!(error = %e, "orphaning a dependent failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Options;
+
+    fn has_foreground(v: &Value) -> bool {
+        v["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|x| x == "foregroundDeletion"))
+    }
+
+    #[test]
+    fn a_repeated_delete_keeps_the_first_deletion_timestamp() {
+        let state = State::new(Options::default());
+        let def = state
+            .registry()
+            .get("", "v1", "namespaces")
+            .cloned()
+            .unwrap_or_else(|| unreachable!("namespaces are built in"));
+        let old = json!({"metadata": {"name": "n", "uid": "u", "finalizers": ["x"],
+            "deletionTimestamp": "2000-01-01T00:00:00Z", "deletionGracePeriodSeconds": 0}});
+        state
+            .store
+            .txn()
+            .put(&def.bucket(), (String::new(), "n".to_owned()), old);
+        // Foreground adds a finalizer, so this DELETE does write.
+        let opts = DeleteOpts {
+            propagation: Some("Foreground".to_owned()),
+            ..DeleteOpts::default()
+        };
+        let d = delete(&state, &def, "", "n", &opts).unwrap_or_else(|e| panic!("{e}"));
+        assert!(has_foreground(&d.object));
+        assert!(d.pending);
+        assert_eq!(
+            d.object["metadata"]["deletionTimestamp"],
+            "2000-01-01T00:00:00Z"
+        );
     }
 }

@@ -118,11 +118,15 @@ impl ApiError {
             .iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect();
+        let joined = if list.len() == 1 {
+            list.join("")
+        } else {
+            format!("[{}]", list.join(", "))
+        };
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{kind}.{group} \"{name}\" is invalid: {}", list.join(", "))
-                .replace(".\"", "\""),
+            format!("{} \"{name}\" is invalid: {joined}", qualified(group, kind)),
         )
         .with_details(group, kind, name);
         if let Some(d) = e.details.as_mut() {
@@ -130,6 +134,31 @@ impl ApiError {
                 .iter()
                 .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
                 .collect();
+        }
+        e
+    }
+
+    /// 403 `Forbidden` for a create in a terminating namespace, with the `NamespaceTerminating`
+    /// cause the namespace lifecycle admission adds.
+    pub fn namespace_terminating(group: &str, plural: &str, name: &str, ns: &str) -> Self {
+        let why = format!(
+            "unable to create new content in namespace {ns} because it is being terminated"
+        );
+        let mut e = Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: {why}",
+                qualified(group, plural)
+            ),
+        )
+        .with_details(group, plural, name);
+        if let Some(d) = e.details.as_mut() {
+            d["causes"] = json!([{
+                "reason": "NamespaceTerminating",
+                "message": why,
+                "field": "metadata.namespace",
+            }]);
         }
         e
     }
@@ -193,5 +222,29 @@ fn qualified(group: &str, plural: &str) -> String {
         plural.to_owned()
     } else {
         format!("{plural}.{group}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_keeps_the_causes_verbatim() {
+        let c = |m: &str| Cause {
+            reason: "FieldValueInvalid",
+            message: m.to_owned(),
+            field: "metadata.name".to_owned(),
+        };
+        let e = ApiError::invalid("", "ConfigMap", "a.", &[c("Invalid value: \"a.\": bad")]);
+        assert_eq!(
+            e.message,
+            "ConfigMap \"a.\" is invalid: metadata.name: Invalid value: \"a.\": bad"
+        );
+        let e = ApiError::invalid("g.io", "W", "x", &[c("one"), c("two")]);
+        assert_eq!(
+            e.message,
+            "W.g.io \"x\" is invalid: [metadata.name: one, metadata.name: two]"
+        );
     }
 }

@@ -20,9 +20,17 @@
 //!   events.k8s.io Event, PodDisruptionBudget, NetworkPolicy, webhook configurations,
 //!   CustomResourceDefinition, and every served version of every created CRD.
 //! - get; list with label selectors, field selectors (any dotted path), `limit` + `continue`
-//!   (410 for a token older than the history window); create with `generateName`; update with
-//!   409 on a stale resourceVersion; delete with preconditions and `propagationPolicy`;
-//!   deletecollection; `dryRun=All`.
+//!   (every page reports the first page's resourceVersion, so a watch from the last page
+//!   misses nothing; 410 only for a token older than [`FaultHandle::expire_history`], never
+//!   because the watch history was trimmed); create with `generateName` (403 with a
+//!   `NamespaceTerminating` cause in a terminating namespace); update with 409 on a stale
+//!   resourceVersion (422 without one for custom resources); delete with preconditions and
+//!   `propagationPolicy`; deletecollection; `dryRun=All`.
+//! - Object names (DNS-1123 subdomain for most kinds and every custom resource, DNS-1123 label
+//!   for Namespaces, DNS-1035 label for Services, path segment for RBAC kinds) and label keys and
+//!   values are validated: 422 `Invalid` like the real server. Bodies of the wrong JSON type
+//!   (metadata, labels, annotations, finalizers, owner references, `spec`/`status` of built-in
+//!   kinds) answer 400; POST on a named object or a subresource answers 405.
 //! - watch from a resourceVersion or from the current state, `allowWatchBookmarks`,
 //!   `sendInitialEvents`, `timeoutSeconds`, 410 Gone (an ERROR event carrying an `Expired`
 //!   Status) when the version is older than the kept history; selectors on watches.
@@ -30,13 +38,21 @@
 //!   real server), server-side apply with `managedFields` per manager, conflicts (409 listing
 //!   fields and managers), `force=true`, removal of fields a manager stops applying, and no-op
 //!   applies that neither bump resourceVersion nor emit an event (true of every no-op write).
+//!   Entries of the main endpoint and of `/status` are kept apart; keyed list items and set
+//!   values are owned by presence (only the fields inside an item can conflict). A write to
+//!   `/status` never creates its object (404).
 //! - status subresource: the main endpoint ignores status, `/status` ignores everything else;
-//!   `metadata.generation` bumps on changes outside metadata and status only.
+//!   `metadata.generation` bumps on changes outside metadata and status only (outside metadata
+//!   only for custom resources without a status subresource); marking for deletion does not bump
+//!   it, and a repeated DELETE keeps the first `deletionTimestamp`.
 //! - finalizers and `deletionTimestamp`; owner-reference garbage collection (background,
 //!   foreground with `blockOwnerDeletion`, orphan), namespaced dependents of cluster-scoped
-//!   owners; namespace deletion cascades.
-//! - CRD schemas on write: pruning, defaults, validation (see [`schema`]); 422 `Invalid` with
-//!   `details.causes[].field`.
+//!   owners (a namespaced owner in another namespace counts as absent); namespace deletion
+//!   cascades; deleting a CRD deletes its instances before the kind stops being served. The
+//!   collector works from indexes (uid → object, owner → dependents) and looks only at what
+//!   changed.
+//! - CRD schemas on write: pruning (including `null` for non-nullable fields, then defaulted),
+//!   defaults, validation (see [`schema`]); 422 `Invalid` with `details.causes[].field`.
 //! - Fault injection per verb × resource (× name) and request counters ([`faults`]).
 //! - An opt-in workload simulator ([`simulator`]).
 //! - Entry points: [`TestCluster`] (random loopback port, `client()`, `kubeconfig()`,
@@ -47,13 +63,19 @@
 //!   `get -o yaml`, `get -w`, `delete --cascade`, CRD then instance, and
 //!   `kubectl kustomize deploy/default | kubectl apply -f -`.
 //!
+//! The conformance suite (`tests/conformance`) takes its cluster from [`test_client`]: set
+//! `KINFER_TEST_KUBECONFIG` to run it against a real cluster, where each test works in a
+//! namespace of its own (deleted afterwards) and the tests that need fault injection, counters,
+//! the simulator or their own cluster options are skipped with a message.
+//!
 //! ## Known differences from a real API server
 //! - No authentication, authorization, admission webhooks, or aggregated discovery;
 //!   `/openapi/v2` is an empty document (so kubectl's client-side validation finds no schema)
 //!   and `/openapi/v3` answers 404; `fieldValidation` is ignored (unknown fields of custom
 //!   resources are pruned silently, as with `fieldValidation=Ignore`).
 //! - Only HTTP/1.1 without TLS; no protobuf, only JSON (YAML accepted for apply patches).
-//! - No annotation size limits, no name format validation of built-in kinds.
+//! - No annotation size limits nor annotation key validation; `generateName` prefixes are cut to
+//!   58 characters but not otherwise checked.
 //! - One storage bucket per resource; versions are not converted (only `apiVersion` changes).
 //! - `continue` tokens do not give a consistent snapshot: later pages see current data.
 //! - Field selectors accept any dotted path, not only the per-kind supported fields.
@@ -62,9 +84,16 @@
 //!   keyed by `containerPort` only); no per-field type-aware normalisation (`"1"` vs `1`).
 //! - Strategic merge: `$setElementOrder` is ignored (existing order is kept).
 //! - CEL: only `self == oldSelf` is evaluated; other rules are accepted without checks.
-//! - Built-in kinds are not validated nor defaulted (beyond namespace phase, pod phase, CRD
-//!   status); no grace periods: pods are deleted at once.
-//! - Watch bookmarks are sent every few seconds (configurable), not every minute.
+//! - Built-in kinds are not validated nor defaulted (beyond names, labels, JSON types,
+//!   namespace phase, pod phase, CRD status); no grace periods: pods are deleted at once.
+//! - While a CRD is being deleted, new instances can still be created (the real server refuses
+//!   them); its instances' finalizers hold the CRD as on a real cluster.
+//! - POST is refused on every subresource (the real server serves POST subresources such as
+//!   `pods/eviction` or `pods/binding`, which are not served here).
+//! - Watch bookmarks are sent every few seconds (configurable, at least every millisecond), not
+//!   every minute.
+//! - `continue` tokens do not expire with time (only [`FaultHandle::expire_history`] expires
+//!   them).
 //! - `deletecollection` answers the list of deleted objects; DELETE answers 202 with the object
 //!   while finalizers are pending, 200 with the object otherwise.
 //! - The simulator's pods never run containers; Job pods are named `<job>-sim`; Deployments
@@ -78,6 +107,7 @@ pub mod discovery;
 pub mod error;
 pub mod faults;
 pub mod gc;
+pub mod names;
 pub mod patch;
 pub mod read;
 pub mod resources;

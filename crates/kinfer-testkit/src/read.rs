@@ -17,14 +17,7 @@ pub fn present(def: &ResourceDef, mut v: Value) -> Value {
 
 /// GET one object.
 pub fn get(state: &State, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
-    let k = (
-        if def.namespaced {
-            ns.to_owned()
-        } else {
-            String::new()
-        },
-        name.to_owned(),
-    );
+    let k = crate::commit::key(def, ns, name);
     let txn = state.store.txn();
     txn.get(&def.bucket(), &k)
         .cloned()
@@ -46,6 +39,10 @@ pub struct ListOpts {
 }
 
 /// LIST, optionally in one namespace.
+///
+/// A `continue` token is `<rv>|<namespace>|<name>`: the version of the first page (which every
+/// later page reports, as the real server does, so a watch started from the last page misses
+/// nothing) and the last key served. Later pages see current data (no snapshot).
 pub fn list(
     state: &State,
     def: &ResourceDef,
@@ -53,34 +50,31 @@ pub fn list(
     opts: &ListOpts,
 ) -> Result<Value, ApiError> {
     let txn = state.store.txn();
-    let rv = txn.current_rv();
-    let after = match &opts.continue_token {
+    let (rv, after) = match &opts.continue_token {
         Some(t) if !t.is_empty() => {
+            let invalid = || ApiError::bad_request("invalid continue token");
             let mut parts = t.splitn(3, '|');
             let trv: u64 = parts
                 .next()
                 .and_then(|x| x.parse().ok())
-                .ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
-            if trv < txn.compacted() {
+                .filter(|v| *v <= txn.current_rv())
+                .ok_or_else(invalid)?;
+            if trv < txn.continue_floor() {
                 return Err(ApiError::gone(
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
                 ));
             }
-            Some((
-                parts.next().unwrap_or_default().to_owned(),
-                parts.next().unwrap_or_default().to_owned(),
-            ))
+            let ns = parts.next().ok_or_else(invalid)?.to_owned();
+            let name = parts.next().ok_or_else(invalid)?.to_owned();
+            (trv, Some((ns, name)))
         }
-        _ => None,
+        _ => (txn.current_rv(), None),
     };
     let mut items = Vec::new();
     let mut next = None;
     let mut remaining = 0usize;
-    for o in txn.list(&def.bucket(), ns.filter(|_| def.namespaced)) {
-        let key = (namespace_of(o).to_owned(), name_of(o).to_owned());
-        if after.as_ref().is_some_and(|a| key <= *a) {
-            continue;
-        }
+    let ns = ns.filter(|_| def.namespaced);
+    for o in txn.range(&def.bucket(), ns, after.as_ref()) {
         if !opts.labels.matches(o) || !opts.fields.matches(o) {
             continue;
         }
@@ -97,6 +91,7 @@ pub fn list(
         }
         items.push(present(def, o.clone()));
     }
+    drop(txn);
     let mut meta = json!({ "resourceVersion": rv.to_string() });
     if let Some(n) = next {
         meta["continue"] = json!(n);

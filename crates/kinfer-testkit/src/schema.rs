@@ -8,6 +8,9 @@
 //! `x-kubernetes-preserve-unknown-fields`, `x-kubernetes-embedded-resource`, and CEL rules of the
 //! exact form `self == oldSelf` in `x-kubernetes-validations`. Other CEL rules are not evaluated.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+
 use regex::Regex;
 use serde_json::{Map, Value};
 
@@ -38,6 +41,10 @@ pub fn admit(
             }
             continue;
         };
+        if obj.get(&k).is_some_and(|v| null_pruned(v, sub)) {
+            obj.remove(&k);
+            continue;
+        }
         if let Some(v) = obj.get_mut(&k) {
             prune_and_default(v, sub);
             let old_v = old.and_then(|o| o.get(&k));
@@ -85,6 +92,12 @@ fn cause(reason: &'static str, message: impl Into<String>, field: String) -> Cau
     }
 }
 
+/// A `null` for a field that is not nullable is dropped before defaulting (as the real server
+/// does since 1.20), so the default, if any, applies.
+fn null_pruned(v: &Value, s: &Value) -> bool {
+    v.is_null() && s["nullable"].as_bool() != Some(true)
+}
+
 fn prune_and_default(v: &mut Value, s: &Value) {
     match v {
         Value::Object(m) => {
@@ -98,6 +111,9 @@ fn prune_and_default(v: &mut Value, s: &Value) {
                     });
                 }
                 for (k, sub) in props {
+                    if m.get(k).is_some_and(|v| null_pruned(v, sub)) {
+                        m.remove(k);
+                    }
                     match m.get_mut(k) {
                         Some(child) => prune_and_default(child, sub),
                         None => {
@@ -110,6 +126,7 @@ fn prune_and_default(v: &mut Value, s: &Value) {
                     }
                 }
             } else if let Some(ap) = s.get("additionalProperties").filter(|a| a.is_object()) {
+                m.retain(|_, v| !null_pruned(v, ap));
                 for child in m.values_mut() {
                     prune_and_default(child, ap);
                 }
@@ -164,8 +181,24 @@ fn type_ok(v: &Value, s: &Value) -> bool {
 }
 
 fn quantity_ok(s: &str) -> bool {
-    Regex::new(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[munkMGTPE])?$")
-        .is_ok_and(|r| r.is_match(s))
+    static QUANTITY: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[munkMGTPE])?$").ok()
+    });
+    QUANTITY.as_ref().is_some_and(|r| r.is_match(s))
+}
+
+/// Whether `x` fails the schema `pattern` (compiled once per pattern; an invalid pattern
+/// matches everything).
+fn pattern_fails(pattern: &str, x: &str) -> bool {
+    static CACHE: LazyLock<Mutex<HashMap<String, Option<Regex>>>> = LazyLock::new(Mutex::default);
+    let mut cache = CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cache
+        .entry(pattern.to_owned())
+        .or_insert_with(|| Regex::new(pattern).ok())
+        .as_ref()
+        .is_some_and(|r| !r.is_match(x))
 }
 
 fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
@@ -209,7 +242,7 @@ fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Vec
     };
     if let Some(x) = v.as_str() {
         if let Some(p) = s["pattern"].as_str()
-            && Regex::new(p).is_ok_and(|r| !r.is_match(x))
+            && pattern_fails(p, x)
         {
             invalid(out, format!("should match '{p}'"));
         }

@@ -41,6 +41,15 @@ fn full(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Bod
     r
 }
 
+/// 404 for a path that names no resource (not for a missing object).
+fn no_such_resource() -> ApiError {
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
 fn json_response(status: u16, v: &Value) -> Response<Body> {
     full(status, "application/json", v.to_string())
 }
@@ -224,11 +233,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         }
         Route::NotFound => {
             state.counters.record("unknown", &path, 404);
-            return error_response(&ApiError::new(
-                404,
-                "NotFound",
-                "the server could not find the requested resource",
-            ));
+            return error_response(&no_such_resource());
         }
         Route::Resource(t) => t,
     };
@@ -262,7 +267,18 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         Ok(b) => b.to_bytes(),
         Err(e) => return error_response(&ApiError::bad_request(format!("reading the body: {e}"))),
     };
-    let resp = match dispatch(&state, verb, &target, &q, &body, &content_type, user_agent) {
+    // A bug must not take the connection (or the store lock) down with it: answer 500.
+    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        dispatch(&state, verb, &target, &q, &body, &content_type, user_agent)
+    }))
+    .unwrap_or_else(|_| {
+        Err(ApiError::new(
+            500,
+            "InternalError",
+            "an error on the server has prevented the request from succeeding",
+        ))
+    });
+    let resp = match answer {
         Ok(Answer::Json(code, v)) => json_response(code, &v),
         Ok(Answer::Text(t)) => full(200, "text/plain", t),
         Ok(Answer::Watch(rx)) => {
@@ -324,25 +340,13 @@ fn dispatch(
         && s != "status"
         && !def.extra_subresources.iter().any(|x| x == s)
     {
-        return Err(ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
+        return Err(no_such_resource());
     }
     if sub == Some("status") && !def.status_subresource {
-        return Err(ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
+        return Err(no_such_resource());
     }
     if def.namespaced && t.namespace.is_none() && !matches!(verb, "list" | "watch") {
-        return Err(ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
+        return Err(no_such_resource());
     }
     let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
     let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
@@ -393,6 +397,9 @@ fn dispatch(
                 opts,
             )))
         }
+        "create" if t.name.is_some() => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
         "create" => {
             let v = parse_body(body, content_type)?;
             let dry = wopts.dry_run;
@@ -431,14 +438,15 @@ fn dispatch(
                     "json"
                 },
             )?;
-            let existed = kind == PatchKind::Apply && read::get(state, def, &ns, &name).is_ok();
-            let out = write::patch(state, def, &ns, &name, sub, kind, &v, &wopts)?;
-            let code = if kind == PatchKind::Apply && !existed && !wopts.dry_run {
-                201
-            } else {
-                200
+            let at = write::At {
+                def,
+                ns: &ns,
+                name: &name,
+                sub,
             };
-            Ok(Answer::Json(code, read::present(def, out)))
+            let out = write::patch(state, &at, kind, &v, &wopts)?;
+            let code = if out.created { 201 } else { 200 };
+            Ok(Answer::Json(code, read::present(def, out.object)))
         }
         "delete" => {
             let opts = delete_opts(q, body)?;

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use crate::faults::{Counters, Faults};
 use crate::resources::{Registry, ResourceDef};
@@ -18,7 +18,8 @@ use crate::store::{Bucket, Store};
 pub struct Options {
     /// Number of events kept for watches to resume from (older versions answer 410 Gone).
     pub history_limit: usize,
-    /// Interval between watch bookmarks for watches that allow them.
+    /// Interval between watch bookmarks for watches that allow them (at least one millisecond:
+    /// shorter values, zero included, are taken as one millisecond).
     pub bookmark_interval: Duration,
     /// Run the workload simulator.
     pub simulate: bool,
@@ -45,8 +46,6 @@ pub struct State {
     pub faults: Faults,
     /// Request counters.
     pub counters: Counters,
-    /// Wakes the garbage collector.
-    pub gc: Notify,
     /// Bumped to cut every open watch.
     pub watch_cut: watch::Sender<u64>,
     /// Start options.
@@ -68,7 +67,6 @@ impl State {
             registry: RwLock::new(Registry::default()),
             faults: Faults::default(),
             counters: Counters::default(),
-            gc: Notify::new(),
             watch_cut: watch::channel(0).0,
             options,
             simulator: Simulator::default(),

@@ -63,6 +63,19 @@ impl Filter<'_> {
             && self.opts.fields.matches(o)
     }
 
+    /// One event line with the object as served under this watch's version (serialised from
+    /// the shared object, without a copy, when it is stored in that version).
+    fn line(&self, kind: &str, o: &Value) -> Bytes {
+        if o["apiVersion"].as_str() == Some(self.def.api_version().as_str()) {
+            let mut s = format!("{{\"type\":\"{kind}\",\"object\":");
+            s.push_str(&o.to_string());
+            s.push_str("}\n");
+            Bytes::from(s)
+        } else {
+            line(kind, &present(self.def, o.clone()))
+        }
+    }
+
     fn render(&self, e: &Event) -> Option<Bytes> {
         if e.bucket != self.def.bucket() {
             return None;
@@ -82,39 +95,48 @@ impl Filter<'_> {
             }
             _ => return None,
         };
-        Some(line(kind, &present(self.def, e.object.clone())))
+        Some(self.line(kind, &e.object))
     }
 }
 
 /// Start a watch; the returned receiver yields the body chunks.
 pub fn start(state: Arc<State>, def: ResourceDef, opts: WatchOpts) -> mpsc::Receiver<Bytes> {
     let (tx, rx) = mpsc::channel(256);
+    // Subscribed before the stream is handed out, so a cut right after the client sees the
+    // watch open is never missed.
+    let cut = state.watch_cut.subscribe();
     tokio::spawn(async move {
-        run(&state, &def, &opts, &tx).await;
+        run(&state, &def, &opts, &tx, cut).await;
     });
     rx
 }
 
-async fn run(state: &State, def: &ResourceDef, opts: &WatchOpts, tx: &mpsc::Sender<Bytes>) {
+/// What a watch starts with: past events to render, or current objects to send as ADDED.
+enum Initial {
+    Events(Vec<Arc<Event>>),
+    Objects(Vec<Arc<Value>>),
+}
+
+async fn run(
+    state: &State,
+    def: &ResourceDef,
+    opts: &WatchOpts,
+    tx: &mpsc::Sender<Bytes>,
+    mut cut: tokio::sync::watch::Receiver<u64>,
+) {
     let filter = Filter { def, opts };
     let from = opts
         .resource_version
         .as_deref()
         .filter(|v| !v.is_empty() && *v != "0")
         .map(str::parse::<u64>);
-    let mut cut = state.watch_cut.subscribe();
+    // Under the lock only the history is read and the objects cloned; rendering happens after.
     let start = {
         let txn = state.store.txn();
         let current = txn.current_rv();
         match from {
             Some(Ok(rv)) if !opts.send_initial_events => match txn.watch_from(&def.bucket(), rv) {
-                Ok((past, rx)) => Ok((
-                    past.iter()
-                        .filter_map(|e| filter.render(e))
-                        .collect::<Vec<_>>(),
-                    rx,
-                    current,
-                )),
+                Ok((past, rx)) => Ok((Initial::Events(past), rx, current)),
                 Err(expired) => Err(ApiError::gone(format!(
                     "too old resource version: {rv} ({})",
                     expired.oldest
@@ -124,12 +146,11 @@ async fn run(state: &State, def: &ResourceDef, opts: &WatchOpts, tx: &mpsc::Send
             _ => {
                 let ns = opts.namespace.as_deref().filter(|_| def.namespaced);
                 let objs = txn
-                    .list(&def.bucket(), ns)
-                    .into_iter()
+                    .range_arc(&def.bucket(), ns, None)
                     .filter(|o| filter.matches(o))
-                    .map(|o| line("ADDED", &present(def, o.clone())))
+                    .cloned()
                     .collect();
-                Ok((objs, txn.subscribe(), current))
+                Ok((Initial::Objects(objs), txn.subscribe(), current))
             }
         }
     };
@@ -140,7 +161,11 @@ async fn run(state: &State, def: &ResourceDef, opts: &WatchOpts, tx: &mpsc::Send
             return;
         }
     };
-    for chunk in initial {
+    let chunks: Vec<Bytes> = match initial {
+        Initial::Events(past) => past.iter().filter_map(|e| filter.render(e)).collect(),
+        Initial::Objects(objs) => objs.iter().map(|o| filter.line("ADDED", o)).collect(),
+    };
+    for chunk in chunks {
         if tx.send(chunk).await.is_err() {
             return;
         }
@@ -152,7 +177,12 @@ async fn run(state: &State, def: &ResourceDef, opts: &WatchOpts, tx: &mpsc::Send
         }
     }
     let deadline = opts.timeout.map(|t| tokio::time::Instant::now() + t);
-    let mut ticker = tokio::time::interval(state.options.bookmark_interval);
+    // `interval` panics on zero: the shortest period is one millisecond.
+    let period = state
+        .options
+        .bookmark_interval
+        .max(Duration::from_millis(1));
+    let mut ticker = tokio::time::interval(period);
     ticker.tick().await;
     loop {
         let timeout = async {
@@ -194,4 +224,30 @@ fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
         "BOOKMARK",
         &json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": meta }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Options;
+
+    /// On a current-thread runtime the spawned watch task has not run yet when `start` returns,
+    /// which is exactly when a client may already see the stream open and cut it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_cut_right_after_start_ends_the_watch() {
+        let state = State::new(Options::default());
+        let def = state
+            .registry()
+            .get("", "v1", "configmaps")
+            .cloned()
+            .unwrap_or_else(|| unreachable!("configmaps are built in"));
+        let opts = WatchOpts {
+            resource_version: Some(state.store.txn().current_rv().to_string()),
+            ..WatchOpts::default()
+        };
+        let mut rx = start(Arc::clone(&state), def, opts);
+        state.watch_cut.send_modify(|n| *n += 1);
+        let end = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+        assert!(matches!(end, Ok(None)), "the cut was missed");
+    }
 }

@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::commit::{Fields, commit, key, part_of, shape_of};
+use crate::commit::{Ctx, Fields, commit, key, part_of, shape_of};
 use crate::error::ApiError;
-use crate::patch::apply::Managers;
+use crate::patch::apply::{Managers, Writer};
 use crate::patch::{json as jsonpatch, merge, strategic};
 use crate::resources::ResourceDef;
 use crate::state::{State, name_of, now};
@@ -63,6 +63,7 @@ fn check_identity(def: &ResourceDef, body: &mut Value, ns: &str) -> Result<(), A
             def.kind
         )));
     }
+    crate::builtin::check_decodable(def, body)?;
     if !body["metadata"].is_object() {
         body["metadata"] = json!({});
     }
@@ -81,7 +82,7 @@ fn check_identity(def: &ResourceDef, body: &mut Value, ns: &str) -> Result<(), A
     Ok(())
 }
 
-fn check_namespace(txn: &Txn<'_>, def: &ResourceDef, ns: &str) -> Result<(), ApiError> {
+fn check_namespace(txn: &Txn<'_>, def: &ResourceDef, ns: &str, name: &str) -> Result<(), ApiError> {
     if !def.namespaced {
         return Ok(());
     }
@@ -92,13 +93,11 @@ fn check_namespace(txn: &Txn<'_>, def: &ResourceDef, ns: &str) -> Result<(), Api
         return Err(ApiError::not_found("", "namespaces", ns));
     };
     if n["metadata"].get("deletionTimestamp").is_some() {
-        return Err(ApiError::new(
-            403,
-            "Forbidden",
-            format!(
-                "{} is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                def.plural
-            ),
+        return Err(ApiError::namespace_terminating(
+            &def.group,
+            &def.plural,
+            name,
+            ns,
         ));
     }
     Ok(())
@@ -114,7 +113,6 @@ pub fn create(
 ) -> Result<Value, ApiError> {
     check_identity(def, &mut body, ns)?;
     let mut txn = state.store.txn();
-    check_namespace(&txn, def, ns)?;
     if name_of(&body).is_empty() {
         let Some(prefix) = body["metadata"]["generateName"].as_str().map(str::to_owned) else {
             return Err(ApiError::invalid(
@@ -128,21 +126,24 @@ pub fn create(
                 }],
             ));
         };
-        body["metadata"]["name"] = json!(format!("{prefix}{}", state.random_suffix()));
+        body["metadata"]["name"] = json!(crate::names::generated(&prefix, &state.random_suffix()));
     }
     let name = name_of(&body).to_owned();
+    check_namespace(&txn, def, ns, &name)?;
     if txn.get(&def.bucket(), &key(def, ns, &name)).is_some() {
         return Err(ApiError::already_exists(&def.group, &def.plural, &name));
     }
     commit(
         &mut txn,
-        state,
-        def,
+        &Ctx {
+            state,
+            def,
+            sub: None,
+            dry_run: opts.dry_run,
+        },
         None,
         body,
-        None,
         Fields::Update(opts.manager()),
-        opts.dry_run,
     )
 }
 
@@ -167,41 +168,73 @@ pub fn update(
     let Some(old) = txn.get(&def.bucket(), &k).cloned() else {
         return Err(ApiError::not_found(&def.group, &def.plural, name));
     };
-    if let Some(rv) = body["metadata"]["resourceVersion"].as_str()
-        && !rv.is_empty()
-        && Some(rv) != old["metadata"]["resourceVersion"].as_str()
+    match body["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|rv| !rv.is_empty())
     {
-        return Err(ApiError::conflict(
-            &def.group,
-            &def.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
+        // Custom resources do not allow unconditional updates.
+        None if def.custom => {
+            return Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                name,
+                &[crate::error::Cause {
+                    reason: "FieldValueInvalid",
+                    message: "Invalid value: 0x0: must be specified for an update".to_owned(),
+                    field: "metadata.resourceVersion".to_owned(),
+                }],
+            ));
+        }
+        Some(rv) if Some(rv) != old["metadata"]["resourceVersion"].as_str() => {
+            return Err(stale(def, name));
+        }
+        _ => {}
     }
     commit(
         &mut txn,
-        state,
-        def,
+        &Ctx {
+            state,
+            def,
+            sub,
+            dry_run: opts.dry_run,
+        },
         Some(&old),
         body,
-        sub,
         Fields::Update(opts.manager()),
-        opts.dry_run,
     )
 }
 
+/// The object a write is addressed to.
+#[derive(Debug, Clone, Copy)]
+pub struct At<'a> {
+    /// The resource.
+    pub def: &'a ResourceDef,
+    /// The namespace (empty for cluster scope).
+    pub ns: &'a str,
+    /// The name.
+    pub name: &'a str,
+    /// The subresource (`status`), if any.
+    pub sub: Option<&'a str>,
+}
+
+/// The outcome of a PATCH.
+#[derive(Debug)]
+pub struct Patched {
+    /// The object after the patch.
+    pub object: Value,
+    /// Whether this apply created it (decided under the same lock as the write).
+    pub created: bool,
+}
+
 /// PATCH of any kind; apply creates the object when absent.
-#[allow(clippy::too_many_arguments)]
 pub fn patch(
     state: &State,
-    def: &ResourceDef,
-    ns: &str,
-    name: &str,
-    sub: Option<&str>,
+    at: &At<'_>,
     kind: PatchKind,
     patch: &Value,
     opts: &WriteOpts,
-) -> Result<Value, ApiError> {
+) -> Result<Patched, ApiError> {
+    let At { def, ns, name, sub } = *at;
     let mut txn = state.store.txn();
     let k = key(def, ns, name);
     let old = txn.get(&def.bucket(), &k).cloned();
@@ -220,7 +253,7 @@ pub fn patch(
             ));
         }
         if old.is_none() {
-            check_namespace(&txn, def, ns)?;
+            check_namespace(&txn, def, ns, name)?;
         }
         let base = old.clone().unwrap_or_else(|| {
             let mut meta = json!({ "name": name });
@@ -231,28 +264,31 @@ pub fn patch(
         });
         let mut managers = Managers::from_object(&base);
         let part = part_of(def, sub);
+        let (api_version, now) = (def.api_version(), now());
+        let w = Writer {
+            manager: &manager,
+            part,
+            api_version: &api_version,
+            now: &now,
+            shape: &shape,
+        };
         let new = managers
-            .apply(
-                &base,
-                &applied,
-                &manager,
-                opts.force,
-                part,
-                &def.api_version(),
-                &now(),
-                &shape,
-            )
+            .apply(&base, &applied, opts.force, &w)
             .map_err(|conflicts| conflict_error(def, name, &conflicts))?;
+        let created = old.is_none() && !opts.dry_run;
         return commit(
             &mut txn,
-            state,
-            def,
+            &Ctx {
+                state,
+                def,
+                sub,
+                dry_run: opts.dry_run,
+            },
             old.as_ref(),
             new,
-            sub,
             Fields::Computed(managers),
-            opts.dry_run,
-        );
+        )
+        .map(|object| Patched { object, created });
     }
     let Some(old) = old else {
         return Err(ApiError::not_found(&def.group, &def.plural, name));
@@ -285,12 +321,7 @@ pub fn patch(
                 .as_str()
                 .unwrap_or_default()
     {
-        return Err(ApiError::conflict(
-            &def.group,
-            &def.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
+        return Err(stale(def, name));
     }
     if name_of(&new) != name {
         return Err(ApiError::bad_request(
@@ -299,13 +330,29 @@ pub fn patch(
     }
     commit(
         &mut txn,
-        state,
-        def,
+        &Ctx {
+            state,
+            def,
+            sub,
+            dry_run: opts.dry_run,
+        },
         Some(&old),
         new,
-        sub,
         Fields::Update(opts.manager()),
-        opts.dry_run,
+    )
+    .map(|object| Patched {
+        object,
+        created: false,
+    })
+}
+
+/// 409 for a write based on an outdated resourceVersion.
+fn stale(def: &ResourceDef, name: &str) -> ApiError {
+    ApiError::conflict(
+        &def.group,
+        &def.plural,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
     )
 }
 

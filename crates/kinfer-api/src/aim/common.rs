@@ -54,7 +54,7 @@ pub const MODEL_ID_PATTERN: &str = r"^[a-zA-Z0-9_-]+/[a-zA-Z0-9._-]+$";
 pub const SOURCE_URI_PATTERN: &str = r"^(hf|s3)://[^ \t\r\n]+$";
 
 /// The GPU resource name used when a hardware spec names none.
-pub const DEFAULT_GPU_RESOURCE_NAME: &str = "amd.com/gpu";
+pub const DEFAULT_GPU_RESOURCE_NAME: &str = crate::accelerator::AMD_GPU;
 
 /// The message of the CEL rule that hardware names GPU or CPU requirements (or both).
 pub(crate) const HARDWARE_REQUIRED: &str = "at least one of gpu or cpu must be specified";

@@ -16,6 +16,7 @@ use super::epp::InferencePoolSpec;
 use super::roles::RoleSpec;
 use super::routing::{HttpRouteSpec, RoutingProxySpec};
 use super::status::ModelServiceStatus;
+use crate::accelerator::Accelerator;
 use crate::env::EnvVar;
 
 /// Desired state of a ModelService: one OCI-packaged model served by vLLM, optionally split into
@@ -172,13 +173,14 @@ pub enum AcceleratorType {
 }
 
 impl AcceleratorType {
-    /// The device-plugin resource name upstream requests, `None` for CPU.
+    /// The device-plugin resource name upstream requests (from [`crate::accelerator`]), `None`
+    /// for CPU.
     pub fn resource_name(self) -> Option<&'static str> {
         match self {
-            Self::Nvidia => Some("nvidia.com/gpu"),
-            Self::Amd => Some("amd.com/gpu"),
-            Self::IntelGaudi => Some("habana.ai/gaudi"),
-            Self::Google => Some("google.com/tpu"),
+            Self::Nvidia => Some(Accelerator::Nvidia.resource_name()),
+            Self::Amd => Some(Accelerator::Amd.resource_name()),
+            Self::IntelGaudi => Some(Accelerator::IntelGaudi.resource_name()),
+            Self::Google => Some(Accelerator::GoogleTpu.resource_name()),
             Self::Cpu => None,
         }
     }

@@ -1,11 +1,14 @@
 //! An AIM artifact's check-size Job, cache PVC and download Job (NOTES.md rows 21-22).
 //!
 //! Contract: names `<artifact>-check-size-<h>`, `<artifact>-cache-<h>` and
-//! `<artifact>-download-<h>`, where `h` hashes the source and storage class, so a changed
-//! source never reuses an old claim; the PVC is ReadWriteMany, sized `ceil(bytes × (1 +
-//! headroom/100) / GiB)` Gi with at least 1Gi (10% headroom by default) and never resized by
-//! the builder's caller; the download Job mounts it at `/cache`, runs as UID/GID/fsGroup 1000,
-//! retries twice and is removed 600s after it finishes.
+//! `<artifact>-download-<h>`, where `h` is upstream's 8-hex hash of the artifact's UID
+//! ([`naming::aim::artifact_child_name`]), so an adopted artifact keeps its claim; the PVC is
+//! ReadWriteMany, sized `ceil(bytes × (1 + headroom/100) / GiB)` Gi with at least 1Gi (10%
+//! headroom by default; an overflowing size is an [`Error::Input`]) and never resized by the
+//! builder's caller; both Jobs run as one identity (UID/GID/fsGroup 1000 by default, the
+//! cache's owner); the download Job mounts the claim at `/cache` and an `emptyDir` at `/tmp`
+//! (`HOME` and `TMPDIR` point there: its root filesystem is read-only and `kubectl` writes
+//! `$HOME/.kube`), retries twice and is removed 600s after it finishes.
 
 use std::collections::BTreeMap;
 
@@ -17,18 +20,18 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::{Deserialize, Serialize};
 
-use super::{JOB_USER, JobShape, job};
+use super::{JobShape, job};
 use crate::env::{self, var};
 use crate::error::Error;
 use crate::meta::{Parent, object_meta};
-use crate::naming::{self, Dns1035Label};
+use crate::naming::{self, Dns1123Label};
+use crate::security::PodIdentity;
 use crate::{kserve::APP, pod, security};
 
 /// The downloader image when none is configured.
 pub const DEFAULT_DOWNLOADER_IMAGE: &str = "ghcr.io/silogen/aim-artifact-downloader:0.2.0";
 /// PVC headroom over the model size, in percent.
 pub const DEFAULT_HEADROOM_PERCENT: u64 = 10;
-const DOWNLOAD_USER: i64 = 1000;
 const GIB: u128 = 1 << 30;
 
 /// A resolved AIMArtifact.
@@ -37,6 +40,11 @@ const GIB: u128 = 1 << 30;
 pub struct ArtifactInput {
     /// The AIMArtifact.
     pub parent: Parent,
+    /// The AIMArtifact's UID (upstream hashes it into its children's names).
+    pub uid: String,
+    /// Who the Jobs run as; UID/GID/fsGroup 1000 when absent.
+    #[serde(default)]
+    pub pod_identity: PodIdentity,
     /// `hf://org/model` or `s3://bucket/path`.
     pub source_uri: String,
     /// Model size in bytes; `None` until the check-size Job reported it.
@@ -70,20 +78,26 @@ pub enum ArtifactJobs {
     },
 }
 
-/// The PVC size in GiB for `bytes` with `headroom_percent`: rounded up, at least 1.
-pub fn cache_size_gib(bytes: u64, headroom_percent: u64) -> u64 {
-    let padded = u128::from(bytes) * u128::from(100 + headroom_percent);
+/// The PVC size in GiB for `bytes` with `headroom_percent`: rounded up, at least 1; an
+/// [`Error::Input`] when the headroom overflows.
+pub fn cache_size_gib(bytes: u64, headroom_percent: u64) -> Result<u64, Error> {
+    let overflow = || Error::Input {
+        field: "headroomPercent",
+        reason: format!("{headroom_percent}% headroom over {bytes} bytes overflows"),
+    };
+    let factor = headroom_percent.checked_add(100).ok_or_else(overflow)?;
+    let padded = u128::from(bytes)
+        .checked_mul(u128::from(factor))
+        .ok_or_else(overflow)?;
     let gib = padded.div_ceil(100 * GIB).max(1);
-    u64::try_from(gib).unwrap_or(u64::MAX)
+    u64::try_from(gib).map_err(|_| overflow())
 }
 
-fn name(input: &ArtifactInput, stage: &str) -> Result<Dns1035Label, Error> {
-    let artifact = input.parent.name.as_str();
-    let class = input.storage_class.as_deref().unwrap_or_default();
-    Ok(naming::derived_name(
-        &[artifact, stage],
-        &[artifact, &input.source_uri, class],
-        63,
+fn name(input: &ArtifactInput, stage: &str) -> Result<Dns1123Label, Error> {
+    Ok(naming::aim::artifact_child_name(
+        input.parent.name.as_str(),
+        &input.uid,
+        stage,
     )?)
 }
 
@@ -117,7 +131,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
             PodSpec {
                 containers: vec![container],
                 restart_policy: Some("Never".to_owned()),
-                security_context: Some(security::pod(Some(JOB_USER), None)),
+                security_context: Some(security::pod_as(input.pod_identity)),
                 ..PodSpec::default()
             },
         ))));
@@ -125,7 +139,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
     let gib = cache_size_gib(
         bytes,
         input.headroom_percent.unwrap_or(DEFAULT_HEADROOM_PERCENT),
-    );
+    )?;
     let claim_name = name(input, "cache")?;
     let cache_labels = parent.labels(APP, "cache");
     let claim = PersistentVolumeClaim {
@@ -156,6 +170,8 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
         var("TARGET_DIR", "/cache"),
         var("STALL_TIMEOUT", "120"),
         var("HF_HOME", "/tmp/.hf"),
+        var("HOME", pod::TMP_DIR),
+        var("TMPDIR", pod::TMP_DIR),
         var("ARTIFACT_NAME", parent.name.as_str()),
         var("ARTIFACT_NAMESPACE", ns),
     ];
@@ -166,7 +182,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
         env: Some(env::merge(&[&base, &input.env])),
         volume_mounts: Some(vec![
             pod::mount("cache", "/cache", false),
-            pod::mount("tmp", "/tmp", false),
+            pod::mount("tmp", pod::TMP_DIR, false),
         ]),
         security_context: Some(security::container(true)),
         ..Container::default()
@@ -184,7 +200,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
         PodSpec {
             containers: vec![container],
             restart_policy: Some("Never".to_owned()),
-            security_context: Some(security::pod(Some(DOWNLOAD_USER), Some(DOWNLOAD_USER))),
+            security_context: Some(security::pod_as(input.pod_identity)),
             volumes: Some(vec![
                 Volume {
                     name: "cache".to_owned(),

@@ -1,9 +1,10 @@
 //! AIM Jobs: the discovery dry-run of a template, and an artifact's check-size Job, cache PVC
 //! and download Job (`artifact`).
 //!
-//! Contract (`../shared/reference/aim/NOTES.md` section c): the discovery Job is named
-//! `discover-<template[:45]>-<hash>` where the hash covers every input, so a changed input gives
-//! a new Job (Jobs are immutable); labels `app.kubernetes.io/{name=aim-discovery,
+//! Contract (`../shared/reference/aim/NOTES.md` section c): the discovery Job is named with
+//! upstream's formula ([`naming::aim::discovery_job_name`]: `discover-<template[:45]>-<8 hex>`
+//! over model, image, service account, env, pull secrets, metric, precision, GPU and profile),
+//! so a changed input gives a new Job (Jobs are immutable); labels `app.kubernetes.io/{name=aim-discovery,
 //! component=discovery,managed-by}` and `aim.eai.amd.com/template` on Job and pod; no retries
 //! (`backoffLimit: 0`, the controller backs off), `ttlSecondsAfterFinished: 60`, restart
 //! `Never`; pod user 65532 under the restricted context; container `discovery` running the
@@ -76,44 +77,41 @@ pub struct DiscoveryInput {
 }
 
 impl DiscoveryInput {
-    /// Every input that changes the Job, in a fixed order (the name's hash).
-    fn hash_inputs(&self) -> Vec<String> {
-        let mut inputs = vec![self.model.clone(), self.image.clone()];
-        inputs.push(self.service_account_name.clone().unwrap_or_default());
-        for e in &self.env {
-            inputs.push(e.name.clone());
-            inputs.push(e.value.clone().unwrap_or_default());
-            if let Some(from) = &e.value_from {
-                inputs.push(format!("{from:?}"));
-            }
+    /// What the name hashes, as upstream.
+    fn hash(&self) -> naming::aim::DiscoveryHash<'_> {
+        naming::aim::DiscoveryHash {
+            model: &self.model,
+            image: &self.image,
+            service_account: self.service_account_name.as_deref().unwrap_or_default(),
+            env: &self.env,
+            image_pull_secrets: &self.image_pull_secrets,
+            metric: self.metric.as_deref().unwrap_or_default(),
+            precision: self.precision.as_deref().unwrap_or_default(),
+            gpu: (self.gpu_model.is_some() || self.gpu_count.is_some()).then(|| {
+                (
+                    self.gpu_model.as_deref().unwrap_or_default(),
+                    self.gpu_count.unwrap_or_default(),
+                )
+            }),
+            profile_id: self.profile_id.as_deref().unwrap_or_default(),
         }
-        inputs.extend(self.image_pull_secrets.iter().cloned());
-        for field in [
-            &self.metric,
-            &self.precision,
-            &self.gpu_model,
-            &self.profile_id,
-        ] {
-            inputs.push(field.clone().unwrap_or_default());
-        }
-        inputs.push(self.gpu_count.map(|c| c.to_string()).unwrap_or_default());
-        inputs
     }
 }
 
-/// The label every AIM Job and its pods carry for the template.
+/// The label every AIM Job and its pods carry for the template: the raw name, as upstream
+/// (sanitised only when it is not a label value, which upstream could not have created).
 pub fn template_label(template: &str) -> (String, String) {
-    (
-        format!("{AIM_LABEL_DOMAIN}/template"),
-        naming::sanitize_label_value(template),
-    )
+    let value = if naming::is_label_value(template) {
+        template.to_owned()
+    } else {
+        naming::sanitize_label_value(template)
+    };
+    (format!("{AIM_LABEL_DOMAIN}/template"), value)
 }
 
 /// The discovery Job; see the module contract.
 pub fn discovery_job(input: &DiscoveryInput) -> Result<Job, Error> {
-    let hash_inputs = input.hash_inputs();
-    let refs: Vec<&str> = hash_inputs.iter().map(String::as_str).collect();
-    let name = naming::discovery_job_name(input.template.as_str(), &refs)?;
+    let name = naming::aim::discovery_job_name(input.template.as_str(), input.hash())?;
     let standard = StandardLabels::new(
         "aim-discovery",
         input.template.as_str(),

@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::naming;
 
 /// The non-disaggregated plugins configuration.
 pub const DEFAULT_PLUGINS: &str = "\
@@ -104,15 +106,38 @@ impl EppConfig {
     }
 }
 
-/// SHA-256 hex of the sorted key/value pairs (length-prefixed, so pairs cannot run together).
-pub fn config_hash(data: &BTreeMap<String, String>) -> String {
-    let mut hasher = Sha256::new();
-    for (k, v) in data {
-        for part in [k, v] {
-            hasher.update(part.len().to_string().as_bytes());
-            hasher.update(b":");
-            hasher.update(part.as_bytes());
+impl EppConfig {
+    /// Checks a custom config: its file name must be a valid ConfigMap key (at most 253 of
+    /// `[-._a-zA-Z0-9]`) that is not `.` or `..` (the EPP reads `/config/<file>`; a path could
+    /// escape it).
+    pub fn validate(&self) -> Result<(), Error> {
+        let EppConfig::Custom { file_name, .. } = self else {
+            return Ok(());
+        };
+        let valid = !file_name.is_empty()
+            && file_name.len() <= 253
+            && file_name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+            && file_name != "."
+            && file_name != "..";
+        if valid {
+            Ok(())
+        } else {
+            Err(Error::Input {
+                field: "config.fileName",
+                reason: format!("{file_name:?} is not a ConfigMap key (a plain file name)"),
+            })
         }
     }
-    hex::encode(hasher.finalize())
+}
+
+/// SHA-256 hex of the sorted key/value pairs ([`naming::sha256_hex`]: length-prefixed, so pairs
+/// cannot run together).
+pub fn config_hash(data: &BTreeMap<String, String>) -> String {
+    let parts: Vec<&str> = data
+        .iter()
+        .flat_map(|(k, v)| [k.as_str(), v.as_str()])
+        .collect();
+    naming::sha256_hex(&parts)
 }

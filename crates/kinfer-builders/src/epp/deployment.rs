@@ -4,14 +4,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, GRPCAction,
-    ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Volume,
+    ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, GRPCAction, ObjectFieldSelector,
+    PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::EppInput;
 use crate::inference_pool::GROUP;
-use crate::labels::StandardLabels;
 use crate::meta::object_meta;
 use crate::naming::Dns1035Label;
 use crate::{pod, resources, security};
@@ -49,15 +48,6 @@ fn grpc_probe(service: &str, initial: i32, period: i32) -> Probe {
     }
 }
 
-fn port(name: &str, number: i32) -> ContainerPort {
-    ContainerPort {
-        name: Some(name.to_owned()),
-        container_port: number,
-        protocol: Some("TCP".to_owned()),
-        ..ContainerPort::default()
-    }
-}
-
 fn default_resources() -> ResourceRequirements {
     ResourceRequirements {
         requests: Some(resources::list(&[
@@ -69,18 +59,30 @@ fn default_resources() -> ResourceRequirements {
     }
 }
 
+/// The EPP's object names.
+pub(super) struct Names<'a> {
+    pub epp: &'a Dns1035Label,
+    pub config_map: &'a str,
+    pub pool: &'a str,
+}
+
+/// `selector` is `Selector(<epp>, "epp")`; the Deployment adds `inferencepool: <epp>`, as
+/// otterscale's (the selector is immutable).
 pub(super) fn deployment(
     input: &EppInput,
-    name: &Dns1035Label,
-    config_map: &Dns1035Label,
-    labels: &StandardLabels,
+    names: &Names<'_>,
+    selector: &BTreeMap<String, String>,
+    object_labels: &BTreeMap<String, String>,
     config_hash: &str,
 ) -> Deployment {
     let parent = &input.parent;
+    let name = names.epp;
     let ha = input.replicas > 1;
     let (file, _) = input.config.file();
+    let mut selector = selector.clone();
+    selector.insert("inferencepool".to_owned(), name.to_string());
     let mut args = vec![
-        format!("--pool-name={}", input.pool),
+        format!("--pool-name={}", names.pool),
         format!("--pool-namespace={}", parent.namespace),
         format!("--pool-group={GROUP}"),
         format!("--config-file=/config/{file}"),
@@ -113,9 +115,9 @@ pub(super) fn deployment(
             field_env("POD_NAME", "metadata.name"),
         ]),
         ports: Some(vec![
-            port("grpc-ext-proc", input.port),
-            port("grpc-health", GRPC_HEALTH_PORT),
-            port("http-metrics", METRICS_PORT),
+            pod::tcp_port("grpc-ext-proc", input.port),
+            pod::tcp_port("grpc-health", GRPC_HEALTH_PORT),
+            pod::tcp_port("http-metrics", METRICS_PORT),
         ]),
         readiness_probe: Some(grpc_probe(readiness, 0, 2)),
         liveness_probe: Some(grpc_probe(liveness, 5, 10)),
@@ -133,7 +135,7 @@ pub(super) fn deployment(
         volumes: Some(vec![Volume {
             name: "epp-config".to_owned(),
             config_map: Some(ConfigMapVolumeSource {
-                name: config_map.to_string(),
+                name: names.config_map.to_owned(),
                 optional: Some(true),
                 ..ConfigMapVolumeSource::default()
             }),
@@ -145,13 +147,13 @@ pub(super) fn deployment(
         metadata: object_meta(
             name.as_str(),
             Some(parent.namespace.as_str()),
-            labels.all(),
+            object_labels.clone(),
             BTreeMap::new(),
         ),
         spec: Some(DeploymentSpec {
             replicas: Some(input.replicas),
             selector: LabelSelector {
-                match_labels: Some(labels.selector()),
+                match_labels: Some(selector.clone()),
                 match_expressions: None,
             },
             // The old leader must be gone before the new one can take the lease.
@@ -161,7 +163,7 @@ pub(super) fn deployment(
             }),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
-                    labels: Some(labels.all()),
+                    labels: Some(selector),
                     annotations: Some(BTreeMap::from([(
                         CONFIG_HASH_ANNOTATION.to_owned(),
                         config_hash.to_owned(),

@@ -5,7 +5,12 @@
 //! replicas > 1, a `checksum/config` pod annotation that changes exactly when the config does),
 //! its Service, the plugins ConfigMap, ServiceAccount, Role and RoleBinding; with metrics
 //! authentication a ClusterRole and ClusterRoleBinding and a token Secret; optionally a
-//! ServiceMonitor and an Istio DestinationRule. Every object is named from `<parent>-epp`.
+//! ServiceMonitor and an Istio DestinationRule. Names and labels are otterscale's
+//! ([`naming::modelservice`], [`labels::otterscale`]): `<epp>` = `<ms>-epp`, `<epp>-config`,
+//! `<epp>-sa-metrics-reader-secret`, ClusterRole/Binding `<namespace>-<epp>`; labels
+//! `Selector(<epp>, "epp")`; the Deployment selects those plus `inferencepool: <epp>`; the EPP
+//! serves the pool `<ms>`. A custom config's file name must be a valid ConfigMap key that is
+//! not a path.
 
 mod config;
 mod deployment;
@@ -26,9 +31,10 @@ pub use config::{DEFAULT_PLUGINS, EppConfig, PD_CONFIG, config_hash};
 pub use deployment::{CONFIG_HASH_ANNOTATION, GRPC_HEALTH_PORT, METRICS_PORT};
 
 use crate::error::Error;
+use crate::labels;
 use crate::meta::{Parent, object_meta};
 use crate::naming::{self, Dns1035Label};
-use crate::service::{self, Port, ServiceInput};
+use crate::service::{self, Port};
 
 /// `app.kubernetes.io/name` of the EPP objects.
 pub const APP: &str = "epp";
@@ -52,8 +58,6 @@ pub struct EppInput {
     pub resources: Option<ResourceRequirements>,
     /// Plugins configuration.
     pub config: EppConfig,
-    /// The InferencePool it serves.
-    pub pool: Dns1035Label,
     /// Metrics behind authentication (token Secret and cluster RBAC).
     #[serde(default)]
     pub metrics_auth: bool,
@@ -100,8 +104,12 @@ pub struct EppBundle {
 
 /// The EPP's name (Deployment, Service, ServiceAccount, Role, RoleBinding).
 pub fn epp_name(parent: &Parent) -> Result<Dns1035Label, Error> {
-    let name = parent.name.as_str();
-    Ok(naming::child_name(&[name, "epp"], &[name], 63)?)
+    Ok(naming::modelservice::epp_name(parent.name.as_str())?)
+}
+
+/// The EPP's labels: otterscale's `Selector(<epp>, "epp")`.
+pub fn epp_selector(epp: &Dns1035Label) -> BTreeMap<String, String> {
+    labels::otterscale::selector(epp.as_str(), "epp")
 }
 
 /// The bundle; see the module contract.
@@ -109,9 +117,11 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
     let parent = &input.parent;
     let ns = parent.namespace.as_str();
     let name = epp_name(parent)?;
-    let pname = parent.name.as_str();
-    let config_name = naming::child_name(&[pname, "epp", "config"], &[pname], 63)?;
-    let labels = parent.labels(APP, "epp");
+    input.config.validate()?;
+    let config_name = naming::modelservice::epp_config_name(&name)?;
+    let selector = epp_selector(&name);
+    let object_labels = labels::otterscale::object(name.as_str(), "epp", &parent.managed_by);
+    let pool = crate::inference_pool::pool_name(parent)?;
 
     let (file, text) = input.config.file();
     let data = BTreeMap::from([(file.to_owned(), text.to_owned())]);
@@ -120,42 +130,53 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
         metadata: object_meta(
             config_name.as_str(),
             Some(ns),
-            labels.all(),
+            object_labels.clone(),
             BTreeMap::new(),
         ),
         data: Some(data),
         ..ConfigMap::default()
     };
-    let deployment = deployment::deployment(input, &name, &config_name, &labels, &hash);
-    let service = service::service(&ServiceInput {
-        parent: parent.clone(),
-        app: APP.to_owned(),
-        component: "epp".to_owned(),
-        selector: labels.selector(),
-        ports: vec![
+    let deployment = deployment::deployment(
+        input,
+        &deployment::Names {
+            epp: &name,
+            config_map: config_name.as_str(),
+            pool: pool.as_str(),
+        },
+        &selector,
+        &object_labels,
+        &hash,
+    );
+    let service = service::service_named(
+        name.as_str(),
+        parent.namespace.as_str(),
+        object_labels.clone(),
+        selector.clone(),
+        &[
             Port::same("grpc-ext-proc", input.port),
             Port::same("http-metrics", METRICS_PORT),
         ],
-    })?;
-    // The Service is named like the Deployment: both derive from `[parent, "epp"]`.
-    debug_assert_eq!(service.metadata.name.as_deref(), Some(name.as_str()));
+    );
 
     let (cluster_role, cluster_role_binding, token_secret) = if input.metrics_auth {
-        let cluster_name = naming::cluster_scoped_name(ns, &name)?;
-        let secret_name = naming::child_name(&[pname, "epp", "metrics-token"], &[pname], 63)?;
+        let cluster_name = naming::modelservice::epp_cluster_rbac_name(ns, &name)?;
+        let secret_name = naming::modelservice::epp_token_secret_name(&name)?;
         (
-            Some(rbac::cluster_role(cluster_name.as_str(), labels.all())),
+            Some(rbac::cluster_role(
+                cluster_name.as_str(),
+                object_labels.clone(),
+            )),
             Some(rbac::cluster_role_binding(
                 cluster_name.as_str(),
                 name.as_str(),
                 ns,
-                labels.all(),
+                object_labels.clone(),
             )),
             Some(rbac::token_secret(
                 secret_name.as_str(),
                 ns,
                 name.as_str(),
-                labels.all(),
+                object_labels.clone(),
             )),
         )
     } else {
@@ -164,30 +185,28 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
     let service_monitor = input.service_monitor.then(|| {
         let secret = token_secret
             .as_ref()
-            .and_then(|s| s.metadata.name.as_deref())
-            .and_then(|n| Dns1035Label::new(n).ok());
+            .and_then(|s| s.metadata.name.as_deref());
         crate::monitoring::service_monitor(
             parent,
-            APP,
-            "epp",
             &name,
-            labels.selector(),
-            secret.as_ref(),
+            object_labels.clone(),
+            selector.clone(),
+            secret,
         )
     });
     Ok(EppBundle {
-        service_account: rbac::service_account(name.as_str(), ns, labels.all()),
+        service_account: rbac::service_account(name.as_str(), ns, object_labels.clone()),
         config_map,
         deployment,
         service,
-        role: rbac::role(name.as_str(), ns, labels.all(), input.replicas > 1),
-        role_binding: rbac::role_binding(name.as_str(), ns, labels.all()),
+        role: rbac::role(name.as_str(), ns, object_labels.clone(), input.replicas > 1),
+        role_binding: rbac::role_binding(name.as_str(), ns, object_labels.clone()),
         cluster_role,
         cluster_role_binding,
         token_secret,
         service_monitor,
         destination_rule: input
             .istio
-            .then(|| crate::istio::epp_destination_rule(parent, APP, &name)),
+            .then(|| crate::istio::epp_destination_rule(parent, &name, object_labels.clone())),
     })
 }

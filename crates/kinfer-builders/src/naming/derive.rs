@@ -12,23 +12,22 @@ pub const HASH_LEN: usize = 8;
 /// The shortest `max_len` a derived name can honour: `x-` plus the hash.
 const MIN_DERIVED_LEN: usize = HASH_LEN + 2;
 
-/// KServe's raw-deployment hostname label is `<isvc>-predictor-<namespace>`.
-const PREDICTOR_INFIX: &str = "-predictor-";
-
-/// The shortest InferenceService name [`inference_service_name`] accepts to produce.
-const MIN_ISVC_NAME: usize = 10;
-
-/// The first [`HASH_LEN`] hex characters of the SHA-256 of `inputs`, each length-prefixed so
-/// that `["ab", "c"]` and `["a", "bc"]` differ.
-pub fn hash_hex(inputs: &[&str]) -> String {
+/// The SHA-256 hex of `inputs`, each length-prefixed (`<len>:<bytes>`) so that `["ab", "c"]`
+/// and `["a", "bc"]` differ: kinfer's one hashing scheme (derived-name suffixes, config
+/// hashes). AIM names use upstream's scheme instead ([`super::aim::aim_hash`]).
+pub fn sha256_hex(inputs: &[&str]) -> String {
     let mut hasher = Sha256::new();
     for input in inputs {
         hasher.update(input.len().to_string().as_bytes());
         hasher.update(b":");
         hasher.update(input.as_bytes());
     }
-    let digest = hasher.finalize();
-    let mut out = hex::encode(&digest[..HASH_LEN / 2]);
+    hex::encode(hasher.finalize())
+}
+
+/// The first [`HASH_LEN`] hex characters of [`sha256_hex`].
+pub fn hash_hex(inputs: &[&str]) -> String {
+    let mut out = sha256_hex(inputs);
     out.truncate(HASH_LEN);
     out
 }
@@ -107,8 +106,12 @@ fn trim_to(parts: &mut Vec<String>, budget: usize) {
 /// (`[a-z0-9]` runs joined by single `-`, the first starting with a letter) and the whole fits
 /// `max_len`; otherwise [`derived_name`] over the same parts with the hash of `hash_inputs`.
 ///
-/// A readable name is thus kept whenever possible, and the hashed form (which always ends in 8
-/// hex characters after a part that is not) never collides with a readable one.
+/// A readable name is thus kept whenever possible. The two forms can coincide: a parent named
+/// `a-decode-<8 hex>` gives the readable `a-decode-<8 hex>-decode`, never a hashed name, but a
+/// parent whose own name ends in what another parent's hash would be can produce the same
+/// text as that parent's hashed child (a SHA-256 preimage: practically impossible, not
+/// impossible). Callers that need certainty check for an existing object owned by another
+/// parent.
 ///
 /// ```
 /// use kinfer_builders::naming::child_name;
@@ -134,32 +137,6 @@ pub fn child_name(
         }
     }
     derived_name(parts, hash_inputs, max_len)
-}
-
-/// The InferenceService name for an AIMService: KServe's hostname label
-/// `<isvc>-predictor-<namespace>` must fit 63 characters, so the service name is kept when it
-/// fits and shortened with the hash (of service and namespace) otherwise.
-///
-/// Fails when the namespace leaves fewer than 10 characters for the name (namespaces over 42).
-pub fn inference_service_name(service: &str, namespace: &str) -> Result<Dns1035Label, NameError> {
-    let room = DNS1123_LABEL_MAX
-        .checked_sub(PREDICTOR_INFIX.len() + namespace.len())
-        .filter(|room| *room >= MIN_ISVC_NAME)
-        .ok_or_else(|| NameError::NamespaceTooLong {
-            namespace: namespace.to_owned(),
-            max: DNS1123_LABEL_MAX - PREDICTOR_INFIX.len() - MIN_ISVC_NAME,
-        })?;
-    child_name(&[service], &[service, namespace], room)
-}
-
-/// The AIM discovery Job of a template: `discover-<template>-<hash>` (the template trimmed to
-/// 45 characters, as upstream), where the hash covers every input that changes the job, so a
-/// changed input gives a new Job rather than an update of an immutable one.
-pub fn discovery_job_name(template: &str, hash_inputs: &[&str]) -> Result<Dns1035Label, NameError> {
-    let mut inputs = Vec::with_capacity(hash_inputs.len() + 1);
-    inputs.push(template);
-    inputs.extend_from_slice(hash_inputs);
-    derived_name(&["discover", template], &inputs, DNS1123_LABEL_MAX)
 }
 
 /// The name of a cluster-scoped object (ClusterRole, ClusterRoleBinding) that serves one

@@ -10,19 +10,23 @@
 //!   fits, and otherwise (like [`derived_name`], always) appends an 8-hex SHA-256 suffix of the
 //!   full input and trims the longest part until the whole fits. Both are deterministic and
 //!   pure: the same input gives the same name in every version (a changed rule orphans objects).
-//! - cluster-scoped names for namespaced children ([`cluster_scoped_name`]);
-//! - the KServe rule ([`inference_service_name`]) and the AIM discovery Job rule
-//!   ([`discovery_job_name`]);
+//!   These names are kinfer's own (Zerfoo and other kinfer-invented children).
+//! - [`aim`]: AIM Engine's rules, byte-identical to upstream so kinfer adopts aim-engine's
+//!   objects: one function per upstream rule (`GenerateDerivedName` and its Go-JSON hash,
+//!   `SanitizeLabelValue`, template, derived/custom template, image model, InferenceService,
+//!   route, template caches, artifacts, cluster models, discovery Jobs);
+//! - [`modelservice`]: otterscale model-operator's rules for ModelService children;
+//! - cluster-scoped names for namespaced kinfer children ([`cluster_scoped_name`]);
+//! - one hashing scheme for kinfer's own hashes ([`sha256_hex`], [`hash_hex`]);
 //! - validated newtypes ([`Dns1035Label`], [`Dns1123Label`], [`Dns1123Subdomain`],
 //!   [`LabelValue`]) so a builder cannot emit an invalid name.
 
+pub mod aim;
 mod derive;
+pub mod modelservice;
 mod types;
 
-pub use derive::{
-    HASH_LEN, child_name, cluster_scoped_name, derived_name, discovery_job_name, hash_hex,
-    inference_service_name,
-};
+pub use derive::{HASH_LEN, child_name, cluster_scoped_name, derived_name, hash_hex, sha256_hex};
 pub use types::{Dns1035Label, Dns1123Label, Dns1123Subdomain, LabelValue, NameError};
 
 /// Maximum length of a DNS-1123 or DNS-1035 label (most object names, Service names).
@@ -48,9 +52,19 @@ pub fn is_dns1123_label(s: &str) -> bool {
         && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
 }
 
-/// A DNS-1123 subdomain: at most 253 characters, dot-separated DNS-1123 labels.
+/// A DNS-1123 subdomain as Kubernetes checks it (`IsDNS1123Subdomain`): at most 253
+/// characters, dot-separated segments of `[a-z0-9-]` starting and ending alphanumeric (the
+/// segments are not limited to 63 characters).
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= DNS1123_SUBDOMAIN_MAX && s.split('.').all(is_dns1123_label)
+    !s.is_empty()
+        && s.len() <= DNS1123_SUBDOMAIN_MAX
+        && s.split('.').all(|segment| {
+            let b = segment.as_bytes();
+            !b.is_empty()
+                && is_lower_alnum(b[0])
+                && is_lower_alnum(b[b.len() - 1])
+                && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
+        })
 }
 
 /// A DNS-1035 label: a DNS-1123 label that starts with a letter (Service names).

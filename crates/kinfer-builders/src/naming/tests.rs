@@ -101,43 +101,6 @@ fn child_names_stay_readable_when_they_fit() {
 }
 
 #[test]
-fn inference_service_names_fit_the_predictor_hostname() {
-    assert_eq!(
-        inference_service_name("qwen-chat", "team-a")
-            .expect("fits")
-            .as_str(),
-        "qwen-chat"
-    );
-    let long = "q".repeat(60);
-    let ns = "n".repeat(30);
-    let name = inference_service_name(&long, &ns).expect("fits");
-    assert_eq!(name.as_str().len() + "-predictor-".len() + ns.len(), 63);
-    assert!(inference_service_name("a", &"n".repeat(42)).is_ok());
-    assert!(matches!(
-        inference_service_name("a", &"n".repeat(43)),
-        Err(NameError::NamespaceTooLong { max: 42, .. })
-    ));
-}
-
-#[test]
-fn discovery_job_names_keep_45_template_characters() {
-    let template = "t".repeat(80);
-    let name = discovery_job_name(&template, &["image", "fp8"]).expect("derives");
-    assert_eq!(
-        name.as_str(),
-        format!(
-            "discover-{}-{}",
-            "t".repeat(45),
-            hash_hex(&[&template, "image", "fp8"])
-        )
-    );
-    assert_ne!(
-        name,
-        discovery_job_name(&template, &["image", "fp16"]).expect("derives")
-    );
-}
-
-#[test]
 fn newtypes_reject_invalid_text_and_deserialise_through_the_check() {
     assert!(Dns1035Label::new("1a").is_err());
     assert!(Dns1123Label::new("1a").is_ok());
@@ -147,16 +110,6 @@ fn newtypes_reject_invalid_text_and_deserialise_through_the_check() {
     let bad: Result<Dns1123Subdomain, _> = serde_json::from_str("\"A\"");
     assert!(bad.is_err());
 }
-
-/// Child suffixes the builders use, per kind of child.
-const SUFFIXES: &[&[&str]] = &[
-    &["decode"],
-    &["prefill"],
-    &["epp"],
-    &["epp", "config"],
-    &["epp", "sa-metrics-reader-secret"],
-    &["canary"],
-];
 
 fn subdomain() -> impl Strategy<Value = String> {
     let label = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
@@ -169,56 +122,145 @@ fn namespace() -> impl Strategy<Value = String> {
     proptest::string::string_regex("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?").expect("valid regex")
 }
 
-fn children(name: &str, ns: &str) -> Vec<String> {
-    let mut out: Vec<String> = SUFFIXES
-        .iter()
-        .map(|suffix| {
-            let mut parts = vec![name];
-            parts.extend_from_slice(suffix);
-            child_name(&parts, &[name], 63)
-                .expect("derives")
-                .as_str()
-                .to_owned()
-        })
-        .collect();
-    let epp = child_name(&[name, "epp"], &[name], 63).expect("derives");
-    out.push(
-        cluster_scoped_name(ns, &epp)
-            .expect("derives")
-            .as_str()
-            .to_owned(),
-    );
-    out.push(
-        discovery_job_name(name, &[ns])
-            .expect("derives")
-            .as_str()
-            .to_owned(),
-    );
-    if let Ok(isvc) = inference_service_name(name, ns) {
-        out.push(isvc.as_str().to_owned());
+/// `(kind, name, label-class)` of every object the real builders create for a parent named
+/// `name` in `ns`: the ModelService bundle (decode and prefill Deployments, pool, pool route,
+/// EPP bundle, PodMonitor), the AIM InferenceService and route (when the namespace leaves room
+/// for KServe's hostname) and a kinfer Service.
+/// How strict a child's name must be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Class {
+    /// A Service name: DNS-1035 label.
+    Dns1035,
+    /// At most 63 characters (KServe's hostname label, AIM's names): DNS-1123 label.
+    Label,
+    /// An object name: DNS-1123 subdomain.
+    Subdomain,
+}
+
+fn children(name: &str, ns: &str) -> Vec<(&'static str, String, Class)> {
+    use crate::deployment::{self, Role};
+    use crate::meta::Parent;
+    let parent = Parent {
+        name: Dns1123Subdomain::new(name).expect("subdomain"),
+        namespace: Dns1123Label::new(ns).expect("label"),
+        managed_by: "kinfer".to_owned(),
+    };
+    let mut out = Vec::new();
+    let meta_name = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        m.name.clone().expect("named")
+    };
+    for role in [Role::Decode, Role::Prefill] {
+        let input: deployment::ModelDeploymentInput = serde_json::from_value(serde_json::json!({
+            "parent": parent, "role": role, "kitImage": "kit",
+            "model": {"name": "m", "image": "r/m:1", "mountPath": "/models"},
+            "engine": {"image": "vllm", "port": 8000, "healthPath": "/health"},
+            "accelerator": "nvidia", "parallelism": {"tensor": 1, "data": 1, "dataLocal": 1}
+        }))
+        .expect("input");
+        let built = deployment::model_deployment(&input).expect("builds");
+        out.push((
+            "Deployment",
+            meta_name(&built.deployment.metadata),
+            Class::Subdomain,
+        ));
+        let monitor = crate::monitoring::role_pod_monitor(&parent, role).expect("builds");
+        out.push(("PodMonitor", meta_name(&monitor.metadata), Class::Subdomain));
     }
+    let pool: crate::inference_pool::PoolInput = serde_json::from_value(serde_json::json!({
+        "parent": parent, "targetPort": 8000, "endpointPickerPort": 9002
+    }))
+    .expect("input");
+    let pool = crate::inference_pool::inference_pool(&pool).expect("builds");
+    out.push(("InferencePool", meta_name(&pool.metadata), Class::Subdomain));
+    let route: crate::gateway::PoolRouteInput = serde_json::from_value(serde_json::json!({
+        "parent": parent, "modelName": "m", "gateway": {"name": "g"}
+    }))
+    .expect("input");
+    let route = crate::gateway::pool_route(&route).expect("builds");
+    out.push((
+        "HTTPRoute/pool",
+        meta_name(&route.metadata),
+        Class::Subdomain,
+    ));
+    let epp: crate::epp::EppInput = serde_json::from_value(serde_json::json!({
+        "parent": parent, "image": "epp", "replicas": 1, "port": 9002,
+        "config": {"kind": "default"}, "metricsAuth": true, "serviceMonitor": true, "istio": true
+    }))
+    .expect("input");
+    let b = crate::epp::epp_bundle(&epp).expect("builds");
+    out.push((
+        "Deployment/epp",
+        meta_name(&b.deployment.metadata),
+        Class::Subdomain,
+    ));
+    out.push((
+        "Service/epp",
+        meta_name(&b.service.metadata),
+        Class::Dns1035,
+    ));
+    out.push((
+        "ConfigMap",
+        meta_name(&b.config_map.metadata),
+        Class::Subdomain,
+    ));
+    out.push((
+        "ServiceAccount",
+        meta_name(&b.service_account.metadata),
+        Class::Subdomain,
+    ));
+    out.push(("Role", meta_name(&b.role.metadata), Class::Subdomain));
+    if let Some(cr) = &b.cluster_role {
+        out.push(("ClusterRole", meta_name(&cr.metadata), Class::Subdomain));
+    }
+    if let Some(secret) = &b.token_secret {
+        out.push(("Secret", meta_name(&secret.metadata), Class::Subdomain));
+    }
+    if let Ok(isvc) = aim::inference_service_name(name, ns) {
+        let input: crate::kserve::InferenceServiceInput =
+            serde_json::from_value(serde_json::json!({
+                "parent": parent, "runtime": "rt", "model": "m",
+                "scaling": {"mode": "fixed", "replicas": 1}
+            }))
+            .expect("input");
+        let built = crate::kserve::inference_service(&input).expect("builds");
+        let got = meta_name(&built.inference_service.metadata);
+        assert_eq!(got, isvc.as_str());
+        out.push(("InferenceService", got, Class::Label));
+        let route: crate::gateway::PredictorRouteInput =
+            serde_json::from_value(serde_json::json!({
+                "parent": parent, "path": "/x", "gateway": {"name": "g"}
+            }))
+            .expect("input");
+        let route = crate::gateway::predictor_route(&route).expect("builds");
+        out.push(("HTTPRoute/aim", meta_name(&route.metadata), Class::Label));
+    }
+    let svc: crate::service::ServiceInput = serde_json::from_value(serde_json::json!({
+        "parent": parent, "app": "zerfoo", "component": "serving",
+        "selector": {"a": "b"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]
+    }))
+    .expect("input");
+    let svc = crate::service::service(&svc).expect("builds");
+    out.push(("Service", meta_name(&svc.metadata), Class::Dns1035));
     out
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn child_names_are_valid_short_and_deterministic(name in subdomain(), ns in namespace()) {
         let first = children(&name, &ns);
-        for child in &first {
-            if child.contains('.') {
-                prop_assert!(is_dns1123_subdomain(child), "{child}");
-            } else {
-                prop_assert!(is_dns1123_label(child), "{child}");
-            }
+        for (kind, child, class) in &first {
+            let ok = match class {
+                Class::Dns1035 => is_dns1035_label(child),
+                Class::Label => is_dns1123_label(child),
+                Class::Subdomain => is_dns1123_subdomain(child),
+            };
+            prop_assert!(ok, "{} {}", kind, child);
         }
         prop_assert_eq!(&first, &children(&name, &ns));
-        match inference_service_name(&name, &ns) {
-            Ok(isvc) => {
-                prop_assert!(is_dns1035_label(isvc.as_str()));
-                prop_assert!(isvc.as_str().len() + 11 + ns.len() <= 63);
-            }
+        match aim::inference_service_name(&name, &ns) {
+            Ok(isvc) => prop_assert!(isvc.as_str().len() + 11 + ns.len() <= 63),
             Err(_) => prop_assert!(ns.len() > 42),
         }
     }
@@ -228,13 +270,23 @@ proptest! {
         a in subdomain(), b in subdomain(), ns_a in namespace(), ns_b in namespace()
     ) {
         prop_assume!(a != b);
-        for (x, y) in children(&a, &ns_a).iter().zip(children(&b, &ns_a)) {
-            prop_assert_ne!(x, &y);
+        // otterscale's EPP names sanitise `.` to `-`: `a.b` and `a-b` share `a-b-epp`
+        // upstream, and kinfer keeps upstream's names for adoption.
+        let same_epp = a.replace('.', "-") == b.replace('.', "-");
+        for ((kind, x, _), (_, y, _)) in children(&a, &ns_a).iter().zip(children(&b, &ns_a)) {
+            let epp_family = kind.contains("epp")
+                || ["ConfigMap", "ServiceAccount", "Role", "ClusterRole", "Secret"].contains(kind);
+            if same_epp && epp_family {
+                continue;
+            }
+            prop_assert_ne!(x, &y, "{}", kind);
         }
         if ns_a != ns_b {
-            let ja = discovery_job_name(&a, &[&ns_a]).expect("derives");
-            let jb = discovery_job_name(&a, &[&ns_b]).expect("derives");
-            prop_assert_ne!(ja, jb);
+            let ja = aim::inference_service_name(&a, &ns_a);
+            let jb = aim::inference_service_name(&a, &ns_b);
+            if let (Ok(ja), Ok(jb)) = (ja, jb) {
+                prop_assert_ne!(ja, jb);
+            }
         }
     }
 
@@ -243,11 +295,31 @@ proptest! {
         let v = sanitize_label_value(&s);
         prop_assert!(is_label_value(&v), "{v}");
         prop_assert_eq!(v, sanitize_label_value(&s));
+        if let Some(v) = aim::aim_label_value(&s) {
+            prop_assert!(is_label_value(&v), "{v}");
+        }
     }
 
     #[test]
-    fn dns1035_sanitising_always_gives_a_valid_prefix(s in "\\PC{0,60}") {
+    fn dns1035_sanitising_always_gives_a_valid_name_body(s in "\\PC{0,300}") {
         let v = sanitize_dns1035(&s);
-        prop_assert!(v.len() > 61 || is_dns1035_label(&v), "{v}");
+        // Not truncated (callers bound the length): every length is checked for its form.
+        let bounded = if v.len() > 63 { v[..63].trim_end_matches('-') } else { v.as_str() };
+        prop_assert!(is_dns1035_label(bounded), "{v}");
+        prop_assert!(v.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-'));
+        prop_assert!(!v.ends_with('-'));
+    }
+
+    #[test]
+    fn aim_derived_names_are_valid_labels(
+        parts in proptest::collection::vec("\\PC{0,80}", 1..5),
+        hash in "\\PC{0,40}",
+        max in 12usize..=63,
+    ) {
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        if let Ok(name) = aim::generate_derived_name(&refs, &[hash.as_str().into()], 8, max) {
+            prop_assert!(is_dns1123_label(name.as_str()), "{name}");
+            prop_assert!(name.as_str().len() <= max);
+        }
     }
 }

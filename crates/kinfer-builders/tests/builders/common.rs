@@ -71,18 +71,141 @@ where
     assert_eq!(&back, object);
 }
 
-/// Asserts a core object round-trips through its k8s-openapi type unchanged (nothing set
-/// that the type would drop) and has valid metadata.
-pub fn assert_core_valid<T>(object: &T)
-where
-    T: Serialize + DeserializeOwned + PartialEq + Debug,
-{
+/// Asserts a core object is valid structurally, the rules the API server would enforce (and a
+/// round trip through its own type cannot see): valid metadata, container port names (IANA
+/// service names, at most 15 characters), extended-resource requests equal to limits, absolute
+/// mount paths, unique volume names, and a workload's selector included in its pod labels.
+pub fn assert_core_valid<T: Serialize>(object: &T) {
     let json = serde_json::to_value(object).expect("serialises");
     check_metadata(&json);
-    let text = serde_json::to_string(&json).expect("renders");
-    let back: T = serde_json::from_str(&text).expect("deserialises");
-    assert_eq!(&back, object);
-    assert_eq!(serde_json::to_value(&back).expect("serialises"), json);
+    check_pods(&json);
+    if let (Some(selector), Some(labels)) = (
+        json.pointer("/spec/selector/matchLabels")
+            .and_then(Value::as_object),
+        json.pointer("/spec/template/metadata/labels")
+            .and_then(Value::as_object),
+    ) {
+        for (k, v) in selector {
+            assert_eq!(
+                labels.get(k),
+                Some(v),
+                "selector {k}={v} not on the pod template"
+            );
+        }
+    }
+}
+
+fn is_iana_svc_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 15
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name.bytes().any(|b| b.is_ascii_lowercase())
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+/// Every object with a `containers` list, anywhere in `json` (pod specs, ServingRuntime and
+/// InferenceService predictors).
+pub fn pod_specs(json: &Value) -> Vec<&Value> {
+    fn walk<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("containers").is_some_and(Value::is_array) {
+                    out.push(v);
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(json, &mut out);
+    out
+}
+
+/// The containers (init containers included) of a pod spec.
+pub fn containers(pod: &Value) -> Vec<&Value> {
+    ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| pod[*k].as_array())
+        .flatten()
+        .collect()
+}
+
+fn check_pods(json: &Value) {
+    for pod in pod_specs(json) {
+        let mut volumes = std::collections::BTreeSet::new();
+        for v in pod["volumes"].as_array().into_iter().flatten() {
+            assert!(
+                volumes.insert(v["name"].as_str().expect("volume name")),
+                "duplicate volume"
+            );
+        }
+        for c in containers(pod) {
+            let cname = c["name"].as_str().expect("container name");
+            for port in c["ports"].as_array().into_iter().flatten() {
+                if let Some(name) = port["name"].as_str() {
+                    assert!(is_iana_svc_name(name), "{cname}: port name {name}");
+                }
+            }
+            for m in c["volumeMounts"].as_array().into_iter().flatten() {
+                let path = m["mountPath"].as_str().expect("mount path");
+                assert!(path.starts_with('/'), "{cname}: mount path {path}");
+                let volume = m["name"].as_str().expect("mount volume");
+                assert!(
+                    volumes.is_empty() || volumes.contains(volume),
+                    "{cname}: volume {volume}"
+                );
+            }
+            let requests = c["resources"]["requests"].as_object();
+            let limits = c["resources"]["limits"].as_object();
+            for list in [requests, limits].into_iter().flatten() {
+                for k in list.keys().filter(|k| k.contains('/')) {
+                    assert_eq!(
+                        requests.and_then(|r| r.get(k)),
+                        limits.and_then(|l| l.get(k)),
+                        "{cname}: extended resource {k} requests != limits"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Asserts every container of `object` runs under the restricted profile: no privilege
+/// escalation, ALL capabilities dropped, non-root and RuntimeDefault seccomp (pod or
+/// container level).
+pub fn assert_restricted<T: Serialize>(object: &T) {
+    let json = serde_json::to_value(object).expect("serialises");
+    let pods = pod_specs(&json);
+    assert!(!pods.is_empty(), "no pod spec");
+    for pod in pods {
+        let psc = &pod["securityContext"];
+        for c in containers(pod) {
+            let name = c["name"].as_str().unwrap_or("?");
+            let sc = &c["securityContext"];
+            assert_eq!(sc["allowPrivilegeEscalation"], false, "{name}");
+            assert!(
+                sc["capabilities"]["drop"]
+                    .as_array()
+                    .is_some_and(|d| d.iter().any(|x| x == "ALL")),
+                "{name}: drops ALL"
+            );
+            assert!(
+                sc["runAsNonRoot"] == true || psc["runAsNonRoot"] == true,
+                "{name}: non-root"
+            );
+            assert!(
+                sc["seccompProfile"]["type"] == "RuntimeDefault"
+                    || psc["seccompProfile"]["type"] == "RuntimeDefault",
+                "{name}: seccomp"
+            );
+        }
+    }
 }
 
 /// Names are subdomains; label keys and values valid; no version label on anything.

@@ -119,8 +119,12 @@ fn artifact_without_size_checks_the_size_first() {
 
 #[test]
 fn cache_sizes_round_up_with_headroom_and_a_floor() {
-    assert_eq!(cache_size_gib(1, 10), 1);
-    assert_eq!(cache_size_gib(10 << 30, 10), 11);
-    assert_eq!(cache_size_gib(10 << 30, 0), 10);
-    assert_eq!(cache_size_gib((10 << 30) + 1, 0), 11);
+    assert_eq!(cache_size_gib(1, 10), Ok(1));
+    assert_eq!(cache_size_gib(10 << 30, 10), Ok(11));
+    assert_eq!(cache_size_gib(10 << 30, 0), Ok(10));
+    assert_eq!(cache_size_gib((10 << 30) + 1, 0), Ok(11));
+    assert!(cache_size_gib(u64::MAX, u64::MAX).is_err());
+    let mut huge: ArtifactInput = input("artifact");
+    huge.headroom_percent = Some(u64::MAX);
+    assert!(artifact_objects(&huge).is_err());
 }

@@ -34,7 +34,11 @@ fn check(b: &EppBundle) {
         assert_ours_valid::<ServiceMonitor>(sm);
     }
     if let Some(dr) = &b.destination_rule {
-        assert_upstream_valid(dr, "istio/networking.istio.io_destinationrules.yaml", "v1");
+        assert_upstream_valid(
+            dr,
+            "istio/networking.istio.io_destinationrules.yaml",
+            "v1beta1",
+        );
         assert_ours_valid::<DestinationRule>(dr);
     }
 }
@@ -70,7 +74,7 @@ fn default_bundle_validates_and_snapshots() {
         b.cluster_role
             .as_ref()
             .and_then(|c| c.metadata.name.as_deref()),
-        Some("team-b.llama-epp")
+        Some("team-b-llama-epp")
     );
     snapshot!("epp_deployment", &b.deployment);
     snapshot!("epp_service", &b.service);
@@ -202,4 +206,65 @@ fn plugin_configs_equal_the_reference() {
         let ours: Value = serde_saphyr::from_str(ours).expect("our config parses");
         assert_eq!(ours, yaml(&dir.join(file)), "{file}");
     }
+}
+
+#[test]
+fn names_and_selectors_are_otterscales() {
+    let b = bundle("epp");
+    let json = serde_json::to_value(&b.deployment).expect("json");
+    assert_eq!(json["metadata"]["name"], "llama-epp");
+    assert_eq!(
+        json["spec"]["selector"]["matchLabels"],
+        serde_json::json!({
+            "app.kubernetes.io/name": "llama-epp",
+            "app.kubernetes.io/component": "epp",
+            "app.kubernetes.io/part-of": "otterscale-system",
+            "app.kubernetes.io/managed-by": "model-operator",
+            "inferencepool": "llama-epp"
+        })
+    );
+    let svc = serde_json::to_value(&b.service).expect("json");
+    assert_eq!(
+        svc["spec"]["selector"],
+        serde_json::json!({
+            "app.kubernetes.io/name": "llama-epp",
+            "app.kubernetes.io/component": "epp",
+            "app.kubernetes.io/part-of": "otterscale-system",
+            "app.kubernetes.io/managed-by": "model-operator"
+        })
+    );
+    assert_eq!(
+        b.config_map.metadata.name.as_deref(),
+        Some("llama-epp-config")
+    );
+    assert_eq!(
+        b.token_secret
+            .as_ref()
+            .and_then(|s| s.metadata.name.as_deref()),
+        Some("llama-epp-sa-metrics-reader-secret")
+    );
+    assert_eq!(
+        b.cluster_role_binding
+            .as_ref()
+            .and_then(|s| s.metadata.name.as_deref()),
+        Some("team-b-llama-epp")
+    );
+    assert!(args(&b).contains(&"--pool-name=llama".to_owned()));
+}
+
+#[test]
+fn custom_config_file_names_must_be_plain_configmap_keys() {
+    let mut i: EppInput = input("epp");
+    for bad in ["../etc/passwd", "a/b", "", ".."] {
+        i.config = EppConfig::Custom {
+            file_name: bad.to_owned(),
+            text: "x".to_owned(),
+        };
+        assert!(epp_bundle(&i).is_err(), "{bad}");
+    }
+    i.config = EppConfig::Custom {
+        file_name: "tuned-config.yaml".to_owned(),
+        text: "x".to_owned(),
+    };
+    assert!(epp_bundle(&i).is_ok());
 }

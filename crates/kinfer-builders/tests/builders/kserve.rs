@@ -12,7 +12,9 @@ use crate::snapshot;
 const ISVC_CRD: &str = "kserve/serving.kserve.io_inferenceservices.yaml";
 
 fn isvc() -> InferenceService {
-    inference_service(&input::<InferenceServiceInput>("kserve-isvc")).expect("builds")
+    let built = inference_service(&input::<InferenceServiceInput>("kserve-isvc")).expect("builds");
+    assert!(built.warnings.is_empty(), "{:?}", built.warnings);
+    built.inference_service
 }
 
 fn env_value(isvc: &InferenceService, name: &str) -> Option<String> {
@@ -30,8 +32,8 @@ fn env_value(isvc: &InferenceService, name: &str) -> Option<String> {
 fn runtimes_validate_and_snapshot() {
     let runtime: RuntimeInput = input("kserve-runtime");
     let ns = Dns1123Label::new("team-a").expect("valid");
-    let namespaced = serving_runtime(&runtime, &ns);
-    let cluster = cluster_serving_runtime(&runtime);
+    let namespaced = serving_runtime(&runtime, &ns).expect("builds");
+    let cluster = cluster_serving_runtime(&runtime).expect("builds");
     assert_upstream_valid(
         &namespaced,
         "kserve/serving.kserve.io_servingruntimes.yaml",
@@ -51,7 +53,7 @@ fn runtimes_validate_and_snapshot() {
 
 #[test]
 fn runtime_carries_gpus_shm_probes_affinity_and_restricted_context() {
-    let runtime = cluster_serving_runtime(&input("kserve-runtime"));
+    let runtime = cluster_serving_runtime(&input("kserve-runtime")).expect("builds");
     let json = serde_json::to_value(&runtime).expect("json");
     let c = &json["spec"]["containers"][0];
     assert_eq!(c["resources"]["limits"]["amd.com/gpu"], "2");
@@ -168,7 +170,9 @@ fn fixed_replicas_disable_kserve_autoscaling_and_external_bounds_keep_it_off() {
     );
     let mut external: InferenceServiceInput = input("kserve-isvc");
     external.scaling = Scaling::External { min: 1, max: 3 };
-    let built = inference_service(&external).expect("builds");
+    let built = inference_service(&external)
+        .expect("builds")
+        .inference_service;
     assert_eq!(built.spec.predictor.max_replicas, Some(3));
     assert_eq!(
         built.metadata.annotations.expect("annotations")["serving.kserve.io/autoscalerClass"],
@@ -184,10 +188,82 @@ fn long_names_are_shortened_to_fit_the_predictor_hostname() {
             .expect("valid");
     let name = inference_service(&long)
         .expect("builds")
+        .inference_service
         .metadata
         .name
         .expect("name");
     assert_eq!(name.len() + "-predictor-".len() + "team-a".len(), 63);
     long.parent.namespace = Dns1123Label::new("n".repeat(50)).expect("valid");
     assert!(inference_service(&long).is_err());
+}
+
+#[test]
+fn inference_service_name_is_aim_engines() {
+    // NOTES row 14: the 8-hex namespace suffix is always present.
+    let mut i: InferenceServiceInput = input("kserve-isvc");
+    i.parent.namespace = Dns1123Label::new("ml-team").expect("valid");
+    let built = inference_service(&i).expect("builds").inference_service;
+    assert_eq!(built.metadata.name.as_deref(), Some("qwen-chat-a04542d9"));
+}
+
+#[test]
+fn predictor_runs_as_the_cache_owner() {
+    let json = serde_json::to_value(isvc()).expect("json");
+    let sc = &json["spec"]["predictor"]["securityContext"];
+    assert_eq!(sc["runAsNonRoot"], true);
+    assert_eq!(sc["runAsUser"], 1000);
+    assert_eq!(sc["runAsGroup"], 1000);
+    assert_eq!(sc["fsGroup"], 1000);
+}
+
+#[test]
+fn service_gpu_override_aligns_requests_and_limits_with_a_warning() {
+    let mut i: InferenceServiceInput = input("kserve-isvc");
+    i.service_resources = Some(
+        serde_json::from_value(serde_json::json!(
+            {"limits": {"amd.com/gpu": "1"}}
+        ))
+        .expect("resources"),
+    );
+    let built = inference_service(&i).expect("builds");
+    let r = built
+        .inference_service
+        .spec
+        .predictor
+        .model
+        .expect("model")
+        .resources
+        .expect("r");
+    assert_eq!(r.requests.expect("requests")["amd.com/gpu"].0, "1");
+    assert_eq!(r.limits.expect("limits")["amd.com/gpu"].0, "1");
+    assert_eq!(built.warnings.len(), 1);
+}
+
+#[test]
+fn huge_gpu_counts_are_input_errors() {
+    let mut i: InferenceServiceInput = input("kserve-isvc");
+    i.gpu = Some(kinfer_builders::kserve::Gpu {
+        count: i64::MAX / 2,
+        resource_name: None,
+    });
+    assert!(matches!(
+        inference_service(&i),
+        Err(kinfer_builders::Error::Input { .. })
+    ));
+}
+
+#[test]
+fn discovered_profile_env_sits_between_template_and_service() {
+    let mut i: InferenceServiceInput = input("kserve-isvc");
+    i.env.profile = [
+        ("VLLM_USE_V1".to_owned(), "0".to_owned()),
+        ("HF_HOME".to_owned(), "/profile".to_owned()),
+    ]
+    .into();
+    i.env
+        .service
+        .push(kinfer_builders::env::var("VLLM_USE_V1", "1"));
+    let built = inference_service(&i).expect("builds").inference_service;
+    assert_eq!(env_value(&built, "HF_HOME").as_deref(), Some("/profile"));
+    assert_eq!(env_value(&built, "VLLM_USE_V1").as_deref(), Some("1"));
 }

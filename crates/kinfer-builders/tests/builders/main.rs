@@ -12,4 +12,5 @@ mod epp;
 mod gateway;
 mod kserve;
 mod platform;
+mod restricted;
 mod subset;

@@ -98,8 +98,75 @@ fn malformed_secrets_are_typed_and_do_not_leak() {
     let s = PullSecret::docker_config_json("notjson", "{hunter2");
     let e = credentials_for(&r("reg.io/a"), &[s]).unwrap_err();
     assert!(!e.to_string().contains("hunter2"), "{e}");
-    let missing = PullSecret::new("empty", DOCKER_CONFIG_JSON, BTreeMap::new());
-    assert!(credentials_for(&r("reg.io/a"), &[missing]).is_err());
+}
+
+#[test]
+fn secrets_missing_their_data_key_are_skipped_like_the_kubelet() {
+    let missing = PullSecret::new("missing", DOCKER_CONFIG_JSON, BTreeMap::new());
+    let empty = PullSecret::docker_config_json("empty", "");
+    let old_empty = PullSecret::new(
+        "old-empty",
+        DOCKER_CFG,
+        BTreeMap::from([(".dockercfg".to_owned(), Vec::new())]),
+    );
+    let good = PullSecret::docker_config_json(
+        "good",
+        r#"{"auths":{"reg.io":{"username":"u","password":"p"}}}"#,
+    );
+    assert_eq!(
+        credentials_for(
+            &r("reg.io/a"),
+            &[missing.clone(), empty.clone(), old_empty, good]
+        )
+        .unwrap(),
+        basic("u", "p")
+    );
+    assert_eq!(
+        credentials_for(&r("reg.io/a"), &[missing, empty]).unwrap(),
+        Credentials::Anonymous
+    );
+}
+
+#[test]
+fn auth_field_wins_over_username_and_password_like_the_kubelet() {
+    let cfg = format!(
+        r#"{{"auths":{{"reg.io":{{"username":"stale","password":"old","auth":"{}"}}}}}}"#,
+        b64("fresh:new")
+    );
+    let s = [PullSecret::docker_config_json("s", cfg)];
+    assert_eq!(
+        credentials_for(&r("reg.io/a"), &s).unwrap(),
+        basic("fresh", "new")
+    );
+    // A broken `auth` is an error even when username/password are present.
+    let cfg = r#"{"auths":{"reg.io":{"username":"u","password":"p","auth":"%%%"}}}"#;
+    assert!(credentials_for(&r("reg.io/a"), &[PullSecret::docker_config_json("s", cfg)]).is_err());
+}
+
+#[test]
+fn every_matching_credential_is_a_candidate_most_specific_first() {
+    let first = PullSecret::docker_config_json(
+        "first",
+        r#"{"auths":{"reg.io":{"username":"a","password":"1"},"*.io":{"username":"g","password":"0"}}}"#,
+    );
+    let second = PullSecret::docker_config_json(
+        "second",
+        r#"{"auths":{"reg.io/team":{"username":"t","password":"2"},"reg.io":{"username":"b","password":"3"}}}"#,
+    );
+    let dup = PullSecret::docker_config_json(
+        "dup",
+        r#"{"auths":{"https://reg.io/v1/":{"username":"a","password":"1"}}}"#,
+    );
+    assert_eq!(
+        credential_candidates(&r("reg.io/team/app"), &[first, second, dup]).unwrap(),
+        [
+            basic("t", "2"),
+            basic("a", "1"),
+            basic("b", "3"),
+            basic("g", "0")
+        ]
+    );
+    assert_eq!(credential_candidates(&r("x.org/a"), &[]).unwrap(), []);
 }
 
 #[test]
@@ -118,4 +185,69 @@ fn other_types_are_skipped_and_debug_redacts() {
     let s = PullSecret::docker_config_json("s", "hunter2");
     assert!(!format!("{s:?}").contains("hunter2"));
     assert_ne!(basic("u", "a").fingerprint(), basic("u", "b").fingerprint());
+}
+
+#[test]
+fn many_stars_in_a_secret_key_match_in_polynomial_time() {
+    // Exponential backtracking needed minutes for this; the iterative matcher is O(n·m).
+    let stars = "*a".repeat(30);
+    let text = "a".repeat(62);
+    assert!(!glob_match(&format!("{stars}b"), &text));
+    assert!(glob_match(&stars, &text));
+    assert!(glob_match(&format!("{stars}*"), &format!("{text}b")));
+    let cfg = format!(
+        r#"{{"auths":{{"{stars}b.io":{{"username":"u","password":"p"}},"{stars}.io":{{"username":"v","password":"q"}}}}}}"#
+    );
+    let s = [PullSecret::docker_config_json("s", cfg)];
+    assert_eq!(
+        credentials_for(&r(&format!("{text}.io/a")), &s).unwrap(),
+        basic("v", "q")
+    );
+}
+
+#[test]
+fn glob_semantics_follow_filepath_match_per_label() {
+    assert!(glob_match("*", ""));
+    assert!(glob_match("*", "abc"));
+    assert!(glob_match("a*c", "abbbc"));
+    assert!(glob_match("a*c", "ac"));
+    assert!(!glob_match("a*c", "acb"));
+    assert!(glob_match("a?c", "abc"));
+    assert!(!glob_match("a?c", "ac"));
+    assert!(glob_match("**", "x"));
+    assert!(!glob_match("abc", "abd"));
+    assert!(glob_match("é*", "éa"));
+}
+
+#[test]
+fn fingerprints_are_keyed_hmacs() {
+    // RFC 4231 test case 2 (a 4-byte key, zero-padded like every key shorter than a block).
+    let mut key = [0u8; 32];
+    key[..4].copy_from_slice(b"Jefe");
+    assert_eq!(
+        hex::encode(hmac_sha256(&key, b"what do ya want for nothing?")),
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+    );
+    let f = basic("u", "p").fingerprint();
+    assert_eq!(f, basic("u", "p").fingerprint());
+    assert_ne!(
+        basic("a:b", "c").fingerprint(),
+        basic("a", "b:c").fingerprint()
+    );
+    assert_ne!(
+        Credentials::Bearer("t".into()).fingerprint(),
+        basic("", "t").fingerprint()
+    );
+    // Not the unkeyed hash of the secret: guessing the password offline does not help.
+    let Fingerprint::Keyed(bytes) = f else {
+        panic!("keyed")
+    };
+    let unkeyed = Sha256::new()
+        .chain_update(b"basic\0")
+        .chain_update(1u64.to_be_bytes())
+        .chain_update(b"up")
+        .finalize();
+    assert_ne!(bytes[..], unkeyed[..]);
+    assert_eq!(format!("{f:?}"), "Keyed(<redacted>)");
+    assert_eq!(Credentials::Anonymous.fingerprint(), Fingerprint::Anonymous);
 }

@@ -8,7 +8,7 @@ fn scope(c: &str) -> Scope {
     Scope {
         host: "h".into(),
         repository: "r".into(),
-        credentials: c.into(),
+        credentials: crate::Credentials::Bearer(c.into()).fingerprint(),
     }
 }
 
@@ -42,4 +42,16 @@ fn least_recently_used_is_evicted() {
     assert_eq!(c.by_digest(&s, "d2"), None);
     assert_eq!(c.by_digest(&s, "d1"), Some(1));
     assert_eq!(c.sizes(), (0, 2));
+}
+
+#[test]
+fn scope_debug_hides_the_fingerprint() {
+    let s = scope("hunter2");
+    let text = format!("{s:?}");
+    assert!(text.contains("<redacted>"), "{text}");
+    let crate::auth::Fingerprint::Keyed(bytes) = &s.credentials else {
+        panic!("bearer credentials have a keyed fingerprint");
+    };
+    assert!(!text.contains(&hex::encode(bytes)), "{text}");
+    assert!(!text.contains(&hex::encode(&bytes[..4])), "{text}");
 }

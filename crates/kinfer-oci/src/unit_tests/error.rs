@@ -98,3 +98,52 @@ fn status_body_messages_are_extracted() {
         OciErrorCategory::Infrastructure
     );
 }
+
+#[test]
+fn uninformative_error_bodies_are_infrastructure() {
+    let empty = OciDistributionError::RegistryError {
+        envelope: OciEnvelope { errors: Vec::new() },
+        url: String::new(),
+    };
+    for (err, want) in [
+        (empty, OciErrorCategory::Infrastructure),
+        (
+            envelope(OciErrorCode::Other("UNKNOWN".to_owned())),
+            OciErrorCategory::Infrastructure,
+        ),
+        (
+            envelope(OciErrorCode::Other(
+                "BLOB_UPLOAD_UNKNOWN_ELSEWHERE".to_owned(),
+            )),
+            OciErrorCategory::Infrastructure,
+        ),
+        (
+            envelope(OciErrorCode::Other("UNAUTHORIZED_CLIENT".to_owned())),
+            OciErrorCategory::Infrastructure,
+        ),
+        (
+            envelope(OciErrorCode::Other("forbidden".to_owned())),
+            OciErrorCategory::Auth,
+        ),
+    ] {
+        let text = err.to_string();
+        assert_eq!(
+            OciError::from_distribution("r/x:y", err).category(),
+            want,
+            "{text}"
+        );
+    }
+    // With a status, the status decides whatever the body says.
+    for (status, want) in [
+        (500, OciErrorCategory::Infrastructure),
+        (404, OciErrorCategory::NotFound),
+        (401, OciErrorCategory::Auth),
+    ] {
+        for body in [
+            r#"{"errors":[]}"#,
+            r#"{"errors":[{"code":"UNKNOWN","message":"x"}]}"#,
+        ] {
+            assert_eq!(OciError::from_status("r/x", status, body).category(), want);
+        }
+    }
+}

@@ -65,3 +65,51 @@ fn errors_carry_offsets() {
     assert!(python_literal_to_json(r"['\ud800']").is_err());
     assert!(python_literal_to_json("[1.2.3]").is_err());
 }
+
+#[test]
+fn crlf_line_continuation() {
+    assert_eq!(
+        convert("['multi\\\r\nline', 'cr\\\ronly']"),
+        json!(["multiline", "cronly"])
+    );
+}
+
+#[test]
+fn empty_elements_are_rejected() {
+    for bad in [
+        "[,]",
+        "(,)",
+        "{,}",
+        "[1,,]",
+        "[1,,2]",
+        "{'a': 1,,}",
+        "[ , ]",
+        "{'a':,}",
+    ] {
+        assert!(python_literal_to_json(bad).is_err(), "{bad}");
+    }
+    assert_eq!(convert("(1,)"), json!([1]));
+    assert_eq!(convert("[1, ]"), json!([1]));
+    assert_eq!(convert("()"), json!([]));
+}
+
+#[test]
+fn string_prefixes() {
+    assert_eq!(
+        convert(r"[u'caf\xe9', U'x', r'C:\new', R'\d', 'a' ]"),
+        json!(["café", "x", "C:\\new", "\\d", "a"])
+    );
+    assert_eq!(convert(r"[r'it\'s']"), json!(["it\\'s"]));
+    for bad in ["[b'x']", "[rb'x']", "[f'x']", "[ur'x']"] {
+        let e = python_literal_to_json(bad).unwrap_err();
+        assert_eq!(e.offset, 1, "{bad}: {e}");
+    }
+}
+
+#[test]
+fn exponents_after_a_bare_point() {
+    assert_eq!(
+        convert("[1.e5, -2.E-1, .5e1, 3.]"),
+        json!([100_000.0, -0.2, 5.0, 3.0])
+    );
+}

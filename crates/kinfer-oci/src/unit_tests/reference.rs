@@ -90,7 +90,7 @@ fn registries_ports_tags_digests() {
 #[test]
 fn rejections_are_typed() {
     use ReferenceError as E;
-    assert_eq!(ImageReference::parse(" "), Err(E::Empty));
+    assert_eq!(ImageReference::parse(""), Err(E::Empty));
     assert!(matches!(
         ImageReference::parse("Foo_/bar"),
         Err(E::InvalidRegistry(_))
@@ -148,4 +148,84 @@ fn separators() {
     assert!(ImageReference::parse("reg.io/a__b.c-d---e_f").is_ok());
     assert!(ImageReference::parse("reg.io/a___b").is_err());
     assert!(ImageReference::parse("reg.io/a.-b").is_err());
+}
+
+#[test]
+fn host_labels_are_at_most_63_characters() {
+    let ok = format!("{}.io/a", "h".repeat(63));
+    assert_eq!(ImageReference::parse(&ok).unwrap().registry().len(), 66);
+    let long = format!("{}.io/a", "h".repeat(64));
+    assert!(matches!(
+        ImageReference::parse(&long),
+        Err(ReferenceError::InvalidRegistry(_))
+    ));
+}
+
+#[test]
+fn ports_fit_u16_and_digests_are_verifiable() {
+    assert!(ImageReference::parse("reg.io:65535/a").is_ok());
+    for bad in ["reg.io:99999/a", "reg.io:65536/a", "[::1]:70000/a"] {
+        assert!(
+            matches!(
+                ImageReference::parse(bad),
+                Err(ReferenceError::InvalidRegistry(_))
+            ),
+            "{bad}"
+        );
+    }
+    let blake3 = format!("x@blake3:{}", "a".repeat(64));
+    assert!(matches!(
+        ImageReference::parse(&blake3),
+        Err(ReferenceError::InvalidDigest(_))
+    ));
+    let sha512 = format!("x@sha512:{}", "a".repeat(128));
+    assert!(ImageReference::parse(&sha512).is_ok());
+    assert!(
+        ImageReference::parse("x:t")
+            .unwrap()
+            .with_digest(&format!("md5:{}", "a".repeat(32)))
+            .is_err()
+    );
+    let e = ImageReference::parse_spec(&blake3).unwrap_err();
+    assert_eq!(e.category(), crate::OciErrorCategory::InvalidSpec);
+}
+
+#[test]
+fn hosts_are_lower_cased_and_whitespace_is_rejected() {
+    assert_eq!(parts("LOCALHOST:5000/x").0, "localhost:5000");
+    assert_eq!(parts("Reg.IO/team/app").0, "reg.io");
+    assert_eq!(parts("INDEX.docker.io/nginx").1, "library/nginx");
+    for bad in [" nginx", "nginx ", "\tnginx", "nginx\n", " "] {
+        assert_eq!(
+            ImageReference::parse(bad),
+            Err(ReferenceError::SurroundingWhitespace),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn from_parts_validates_each_part() {
+    let r = ImageReference::from_parts("Reg.io:5000", "team/app", Some("v1"), None).unwrap();
+    assert_eq!(r, ImageReference::parse("reg.io:5000/team/app:v1").unwrap());
+    let hub = ImageReference::from_parts("index.docker.io", "nginx", None, None).unwrap();
+    assert_eq!(hub, ImageReference::parse("nginx").unwrap());
+    let local = ImageReference::from_parts("localhost", "a", None, Some(D)).unwrap();
+    assert_eq!(
+        (local.registry(), local.tag(), local.digest()),
+        ("localhost", None, Some(D))
+    );
+    // A single-label registry would be read back as a Docker Hub namespace.
+    assert!(matches!(
+        ImageReference::from_parts("registry", "app", None, None),
+        Err(ReferenceError::InvalidRegistry(_))
+    ));
+    // Parts cannot smuggle in other syntax.
+    assert!(ImageReference::from_parts("reg.io", "app:v1", None, None).is_err());
+    assert!(ImageReference::from_parts("reg.io/x", "app", None, None).is_err());
+    assert!(ImageReference::from_parts("reg.io", "app", Some("a@b"), None).is_err());
+    assert!(ImageReference::from_parts("reg.io", "App", None, None).is_err());
+    for r in [r, hub, local] {
+        assert_eq!(ImageReference::parse(&r.to_string()).unwrap(), r);
+    }
 }

@@ -76,6 +76,21 @@ impl Pusher {
         config: &[u8],
         layer_seed: &str,
     ) -> String {
+        let size = i64::try_from(config.len()).expect("config size");
+        self.push_declaring_config_size(repo, tag, config, layer_seed, size)
+            .await
+    }
+
+    /// Like [`Self::push_raw_image`], with the manifest declaring `declared` as the config
+    /// blob's size (a hostile or broken manifest).
+    pub async fn push_declaring_config_size(
+        &self,
+        repo: &str,
+        tag: Option<&str>,
+        config: &[u8],
+        layer_seed: &str,
+        declared: i64,
+    ) -> String {
         let layer = format!("kinfer test layer {repo} {layer_seed}").into_bytes();
         let (layer_digest, config_digest) = (sha256(&layer), sha256(config));
         let blob_ref = self.tag_ref(repo, "unused");
@@ -93,7 +108,7 @@ impl Pusher {
         let manifest = serde_json::to_vec(&json!({
             "schemaVersion": 2,
             "mediaType": MANIFEST,
-            "config": { "mediaType": CONFIG, "digest": config_digest, "size": config.len() },
+            "config": { "mediaType": CONFIG, "digest": config_digest, "size": declared },
             "layers": [{ "mediaType": LAYER, "digest": layer_digest, "size": layer.len() }],
         }))
         .expect("manifest JSON");

@@ -1,5 +1,9 @@
-//! Test harness: a real registry process, a counting proxy, and image builders.
+//! Test harness: a real registry process, a token realm, a counting proxy, image builders and
+//! fixtures. Each test binary uses part of it.
+#![allow(dead_code, unused_imports)]
 
+pub mod fixtures;
 pub mod images;
 pub mod proxy;
 pub mod registry;
+pub mod token;

@@ -20,7 +20,12 @@ use tokio::task::JoinHandle;
 pub struct Seen {
     pub method: String,
     pub path: String,
+    /// The scheme of the request's `Authorization` header (`Basic`, `Bearer`), if any.
+    pub auth_scheme: Option<String>,
 }
+
+/// A canned answer for some requests: `(method, path) → Some(raw HTTP response)`.
+pub type Intercept = Arc<dyn Fn(&str, &str) -> Option<Vec<u8>> + Send + Sync>;
 
 pub struct Proxy {
     /// `127.0.0.1:<port>`
@@ -29,27 +34,47 @@ pub struct Proxy {
     task: JoinHandle<()>,
 }
 
+/// A complete `HTTP/1.1` response with `Content-Length` and `Connection: close`.
+pub fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
 impl Proxy {
     /// Forwards everything to `upstream`.
     pub async fn start(upstream: &str) -> Self {
-        Self::spawn(upstream, None).await
+        Self::spawn(upstream, None, None).await
     }
 
     /// Forwards to `upstream`, serving tag lists in pages of at most `page_cap`.
     pub async fn paginating(upstream: &str, page_cap: usize) -> Self {
-        Self::spawn(upstream, Some(page_cap)).await
+        Self::spawn(upstream, Some(page_cap), None).await
     }
 
-    async fn spawn(upstream: &str, page_cap: Option<usize>) -> Self {
+    /// Answers the requests `intercept` recognises itself (hostile or failing registry
+    /// behaviour), forwarding the rest to `upstream`.
+    pub async fn intercepting(
+        upstream: &str,
+        intercept: impl Fn(&str, &str) -> Option<Vec<u8>> + Send + Sync + 'static,
+    ) -> Self {
+        Self::spawn(upstream, None, Some(Arc::new(intercept))).await
+    }
+
+    async fn spawn(upstream: &str, page_cap: Option<usize>, intercept: Option<Intercept>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let host = listener.local_addr().expect("proxy addr").to_string();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (log, upstream) = (seen.clone(), upstream.to_owned());
         let task = tokio::spawn(async move {
             while let Ok((conn, _)) = listener.accept().await {
-                let (log, upstream) = (log.clone(), upstream.clone());
+                let (log, upstream, intercept) = (log.clone(), upstream.clone(), intercept.clone());
                 tokio::spawn(async move {
-                    let _ = serve(conn, &upstream, &log, page_cap).await;
+                    let _ = serve(conn, &upstream, &log, page_cap, intercept.as_ref()).await;
                 });
             }
         });
@@ -86,6 +111,7 @@ async fn serve(
     upstream: &str,
     log: &Mutex<Vec<Seen>>,
     page_cap: Option<usize>,
+    intercept: Option<&Intercept>,
 ) -> std::io::Result<()> {
     let (head, rest) = read_head(&mut client).await?;
     let mut lines = head.split("\r\n");
@@ -98,10 +124,27 @@ async fn serve(
     let headers: Vec<&str> = lines
         .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("connection:"))
         .collect();
+    let auth_scheme = headers.iter().find_map(|h| {
+        let (name, value) = h.split_once(':')?;
+        name.trim().eq_ignore_ascii_case("authorization").then(|| {
+            value
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+    });
     log.lock().expect("proxy log").push(Seen {
         method: method.clone(),
         path: path.clone(),
+        auth_scheme,
     });
+
+    if let Some(canned) = intercept.and_then(|f| f(&method, &path)) {
+        client.write_all(&canned).await?;
+        client.shutdown().await?;
+        return Ok(());
+    }
 
     if let Some(cap) = page_cap
         && method == "GET"

@@ -7,7 +7,8 @@
 //! - Each [`Registry`] gets a temp directory with its own config and storage, listens on
 //!   `127.0.0.1:0`, and reports the port it bound in its log; readiness is then confirmed by
 //!   polling `GET /v2/` under a bounded deadline.
-//! - With auth, a bcrypt htpasswd file holds [`USER`]/[`PASSWORD`].
+//! - With htpasswd auth, a bcrypt htpasswd file holds [`USER`]/[`PASSWORD`]; with token auth
+//!   the registry sends clients to a token realm (see `support::token`).
 //! - Dropping a [`Registry`] kills and reaps the process and removes the directory.
 
 use std::io::{BufRead, BufReader};
@@ -26,6 +27,14 @@ pub const PASSWORD: &str = "s3cret-pass";
 const PASSWORD_BCRYPT: &str = "$2b$04$8aPRFjxbgeKgN2rNL61EV..Q6sIfxv0Z0eCNCqmjfZ9IwVNW8kCJW";
 
 const START_DEADLINE: Duration = Duration::from_secs(30);
+/// The `service` a token-auth registry names in its challenge.
+pub const SERVICE: &str = "kinfer-test-registry";
+
+enum Auth {
+    None,
+    Htpasswd,
+    Token(String),
+}
 
 pub struct Registry {
     child: Child,
@@ -37,28 +46,39 @@ pub struct Registry {
 impl Registry {
     /// Starts a registry without authentication.
     pub async fn start() -> Self {
-        Self::spawn(false).await
+        Self::spawn(Auth::None).await
     }
 
     /// Starts a registry that requires [`USER`]/[`PASSWORD`] (HTTP basic, htpasswd).
     pub async fn start_with_auth() -> Self {
-        Self::spawn(true).await
+        Self::spawn(Auth::Htpasswd).await
     }
 
-    async fn spawn(auth: bool) -> Self {
+    /// Starts a registry that demands a bearer token from `realm` (the distribution server's
+    /// `silly` token auth: it challenges with `Bearer realm=…,service=…` and accepts any
+    /// `Authorization` header; the realm decides who gets a token).
+    pub async fn start_with_token_realm(realm: &str) -> Self {
+        Self::spawn(Auth::Token(realm.to_owned())).await
+    }
+
+    async fn spawn(auth: Auth) -> Self {
         let binary = registry_binary();
         let dir = unique_dir();
         std::fs::create_dir_all(dir.join("data")).expect("create registry dir");
-        let auth_section = if auth {
-            let htpasswd = dir.join("htpasswd");
-            std::fs::write(&htpasswd, format!("{USER}:{PASSWORD_BCRYPT}\n"))
-                .expect("write htpasswd");
-            format!(
-                "auth:\n  htpasswd:\n    realm: kinfer-test\n    path: {}\n",
-                htpasswd.display()
-            )
-        } else {
-            String::new()
+        let auth_section = match auth {
+            Auth::None => String::new(),
+            Auth::Htpasswd => {
+                let htpasswd = dir.join("htpasswd");
+                std::fs::write(&htpasswd, format!("{USER}:{PASSWORD_BCRYPT}\n"))
+                    .expect("write htpasswd");
+                format!(
+                    "auth:\n  htpasswd:\n    realm: kinfer-test\n    path: {}\n",
+                    htpasswd.display()
+                )
+            }
+            Auth::Token(realm) => {
+                format!("auth:\n  silly:\n    realm: {realm}\n    service: {SERVICE}\n")
+            }
         };
         let config = format!(
             "version: 0.1\n\

@@ -1,7 +1,8 @@
 //! The GPU identity table: every fact kinfer knows about a GPU model, as data.
 //!
-//! Contract: this file is the only place that maps PCI device IDs to model names, model names
-//! to VRAM and vendors to their Kubernetes extended resource names, and the only place that
+//! Contract: this file is the only place that maps PCI device IDs to model names and model
+//! names to VRAM (a vendor's extended resource name comes from `kinfer_api::accelerator`, the
+//! one accelerator table), and the only place that
 //! holds the default GPU preference order used by template selection. Code elsewhere looks
 //! rows up; it never matches on model names. Adding a GPU is adding a row.
 //!
@@ -34,7 +35,7 @@ pub struct VendorSpec {
     pub vendor: Vendor,
     /// Display name.
     pub name: &'static str,
-    /// The extended resource a pod requests GPUs with.
+    /// The extended resource a pod requests GPUs with (from `kinfer_api::accelerator`).
     pub resource_name: &'static str,
     /// Prefix of the model name given to unknown device IDs (`AMD-74C0`), if the vendor is
     /// identified by PCI device ID.
@@ -46,13 +47,13 @@ pub const VENDORS: &[VendorSpec] = &[
     VendorSpec {
         vendor: Vendor::Amd,
         name: "AMD",
-        resource_name: "amd.com/gpu",
+        resource_name: kinfer_api::accelerator::AMD_GPU,
         unknown_device_prefix: Some("AMD-"),
     },
     VendorSpec {
         vendor: Vendor::Nvidia,
         name: "NVIDIA",
-        resource_name: "nvidia.com/gpu",
+        resource_name: kinfer_api::accelerator::NVIDIA_GPU,
         unknown_device_prefix: None,
     },
 ];

@@ -32,6 +32,21 @@ impl Part {
     }
 }
 
+/// Who writes which part of an object, and how its lists merge.
+#[derive(Debug, Clone, Copy)]
+pub struct Writer<'a> {
+    /// Manager name.
+    pub manager: &'a str,
+    /// The part written.
+    pub part: Part,
+    /// The apiVersion written with.
+    pub api_version: &'a str,
+    /// The time of the write.
+    pub now: &'a str,
+    /// The list-merge shape of the resource.
+    pub shape: &'a Shape,
+}
+
 /// One managedFields entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -194,26 +209,31 @@ impl Managers {
         &mut self.0[i]
     }
 
-    /// Record a non-apply write of `new` over `old` by `manager`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn record_update(
-        &mut self,
-        old: Option<&Value>,
-        new: &Value,
-        manager: &str,
-        part: Part,
-        api_version: &str,
-        now: &str,
-        shape: &Shape,
-    ) {
+    /// Record a non-apply write of `new` over `old` by `w.manager`.
+    pub fn record_update(&mut self, old: Option<&Value>, new: &Value, w: &Writer<'_>) {
+        let Writer {
+            manager,
+            part,
+            api_version,
+            now,
+            shape,
+        } = *w;
         let empty = json!({});
         let old_t = old.map_or_else(|| empty.clone(), |o| tracked(o, part));
         let new_t = tracked(new, part);
         let old_set = fieldset::collect(&old_t, shape);
         let new_set = fieldset::collect(&new_t, shape);
+        // An item marker or set value changes hands only when the item is new: a change of a
+        // field inside an item is a change of that field alone.
         let changed: FieldSet = new_set
             .iter()
-            .filter(|p| fieldset::get(&old_t, p, shape) != fieldset::get(&new_t, p, shape))
+            .filter(|p| {
+                if fieldset::is_marker(p) {
+                    !old_set.contains(*p)
+                } else {
+                    fieldset::get(&old_t, p, shape) != fieldset::get(&new_t, p, shape)
+                }
+            })
             .cloned()
             .collect();
         let removed: FieldSet = old_set.difference(&new_set).cloned().collect();
@@ -231,20 +251,22 @@ impl Managers {
         self.0.retain(|e| !e.set.is_empty());
     }
 
-    /// Server-side apply of `applied` by `manager` over `current`; returns the new object or the
-    /// conflicts as (path, other manager).
-    #[allow(clippy::too_many_arguments)]
+    /// Server-side apply of `applied` by `w.manager` over `current`; returns the new object or
+    /// the conflicts as (path, other manager).
     pub fn apply(
         &mut self,
         current: &Value,
         applied: &Value,
-        manager: &str,
         force: bool,
-        part: Part,
-        api_version: &str,
-        now: &str,
-        shape: &Shape,
+        w: &Writer<'_>,
     ) -> Result<Value, Vec<(String, String)>> {
+        let Writer {
+            manager,
+            part,
+            api_version,
+            now,
+            shape,
+        } = *w;
         let cur_t = tracked(current, part);
         let app_t = tracked(applied, part);
         let app_set = fieldset::collect(&app_t, shape);
@@ -256,7 +278,11 @@ impl Managers {
             .filter(|e| e.manager != manager && e.subresource == sub)
         {
             for p in app_set.intersection(&e.set) {
-                if fieldset::get(&cur_t, p, shape) != fieldset::get(&app_t, p, shape) {
+                // Item markers and set values are shared by every manager that applies them;
+                // only the fields inside an item can conflict.
+                if !fieldset::is_marker(p)
+                    && fieldset::get(&cur_t, p, shape) != fieldset::get(&app_t, p, shape)
+                {
                     conflicts.push((fieldset::display(p), e.manager.clone()));
                 }
             }
@@ -294,14 +320,16 @@ impl Managers {
         merge(&mut new, &app_t, shape, &mut Vec::new());
         let new_t = tracked(&new, part);
         // Others lose fields whose value this apply changed (forced) or that no longer exist.
+        // Entries of the other endpoint are untouched: their fields are not in this part.
         for e in &mut self.0 {
-            if e.manager == manager && e.operation == "Apply" {
+            if e.subresource != sub || (e.manager == manager && e.operation == "Apply") {
                 continue;
             }
             e.set.retain(|p| {
                 let now_v = fieldset::get(&new_t, p, shape);
                 now_v.is_some()
-                    && !(app_set.contains(p) && fieldset::get(&cur_t, p, shape) != now_v)
+                    && (fieldset::is_marker(p)
+                        || !(app_set.contains(p) && fieldset::get(&cur_t, p, shape) != now_v))
             });
         }
         let e = self.entry(manager, "Apply", part, api_version, now);
@@ -382,25 +410,26 @@ mod tests {
                       "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}}}}});
         let shape = Shape::Schema(Arc::new(schema));
         let mut m = Managers::default();
+        let w = |manager| Writer {
+            manager,
+            part: Part::Whole,
+            api_version: "v1",
+            now: "t",
+            shape: &shape,
+        };
         let base = json!({"metadata": {"name": "a"}});
         let one =
             json!({"metadata": {"name": "a"}, "spec": {"ports": [{"name": "http", "port": 80}]}});
-        let v1 = m
-            .apply(&base, &one, "one", false, Part::Whole, "v1", "t", &shape)
-            .unwrap();
+        let v1 = m.apply(&base, &one, false, &w("one")).unwrap();
         let two =
             json!({"metadata": {"name": "a"}, "spec": {"ports": [{"name": "grpc", "port": 90}]}});
-        let v2 = m
-            .apply(&v1, &two, "two", false, Part::Whole, "v1", "t", &shape)
-            .unwrap();
+        let v2 = m.apply(&v1, &two, false, &w("two")).unwrap();
         assert_eq!(
             v2["spec"]["ports"],
             json!([{"name": "http", "port": 80}, {"name": "grpc", "port": 90}])
         );
         let none = json!({"metadata": {"name": "a"}, "spec": {"ports": []}});
-        let v3 = m
-            .apply(&v2, &none, "two", false, Part::Whole, "v1", "t", &shape)
-            .unwrap();
+        let v3 = m.apply(&v2, &none, false, &w("two")).unwrap();
         assert_eq!(v3["spec"]["ports"], json!([{"name": "http", "port": 80}]));
     }
 }

@@ -102,6 +102,12 @@ fn walk(v: &Value, path: &mut Path, shape: &Shape, out: &mut FieldSet) {
     }
 }
 
+/// Whether a path is a keyed item marker (`k:{...}`) or a set value (`v:...`): owned by
+/// presence, never compared by value.
+pub fn is_marker(path: &[Pe]) -> bool {
+    matches!(path.last(), Some(Pe::K(_) | Pe::V(_)))
+}
+
 /// The value at a path.
 pub fn get<'a>(v: &'a Value, path: &[Pe], shape: &Shape) -> Option<&'a Value> {
     let mut cur = v;

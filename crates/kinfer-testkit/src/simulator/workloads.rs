@@ -17,7 +17,7 @@
 use serde_json::{Value, json};
 
 use super::JobOutcome;
-use crate::commit::{Fields, commit};
+use crate::commit::{Ctx, Fields, commit};
 use crate::state::{State, name_of, namespace_of, now};
 use crate::store::{Bucket, Event, EventType};
 
@@ -36,7 +36,7 @@ pub fn resync(state: &State) {
     let objects: Vec<(Bucket, Value)> = {
         let txn = state.store.txn();
         txn.buckets()
-            .flat_map(|(b, m)| m.values().map(move |o| (b.clone(), o.clone())))
+            .flat_map(|(b, m)| m.values().map(move |o| (b.clone(), Value::clone(o))))
             .collect()
     };
     for (b, o) in objects {
@@ -76,7 +76,7 @@ pub fn reconcile(state: &State, bucket: &Bucket, obj: &Value) {
                 .flat_map(|(b, m)| {
                     m.values()
                         .filter(|p| namespace_of(p) == ns)
-                        .map(move |p| (b.clone(), p.clone()))
+                        .map(move |p| (b.clone(), Value::clone(p)))
                 })
                 .collect()
         };
@@ -149,13 +149,15 @@ fn write_status(state: &State, bucket: &Bucket, obj: &Value, mut status: Value) 
     };
     if let Err(e) = commit(
         &mut txn,
-        state,
-        &def,
+        &Ctx {
+            state,
+            def: &def,
+            sub,
+            dry_run: false,
+        },
         Some(&old),
         new,
-        sub,
         Fields::Update(MANAGER.to_owned()),
-        false,
     ) {
         tracing::warn!(error = %e, kind = %def.kind, "simulator status write failed");
     }
@@ -279,8 +281,7 @@ fn inference_pool(state: &State, group: &str, p: &Value) -> Value {
     let g = &p["metadata"]["generation"];
     let mut parents = Vec::new();
     let txn = state.store.txn();
-    for (b, routes) in txn.buckets().filter(|(b, _)| b.1 == "httproutes") {
-        let _ = b;
+    for (_, routes) in txn.buckets().filter(|(b, _)| b.1 == "httproutes") {
         for r in routes.values().filter(|r| namespace_of(r) == ns) {
             let refs_pool = r["spec"]["rules"]
                 .as_array()
@@ -295,6 +296,9 @@ fn inference_pool(state: &State, group: &str, p: &Value) -> Value {
                 });
             if refs_pool {
                 for pr in r["spec"]["parentRefs"].as_array().into_iter().flatten() {
+                    if !pr.is_object() {
+                        continue;
+                    }
                     let mut pr = pr.clone();
                     if pr["kind"].is_null() {
                         pr["kind"] = json!("Gateway");

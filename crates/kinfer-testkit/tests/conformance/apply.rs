@@ -1,7 +1,7 @@
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::common::{api_status, cluster, rv, widgets};
+use crate::common::{api_status, cluster, local_cluster, rv, widgets};
 
 fn applied(name: &str, spec: Value) -> Value {
     json!({ "apiVersion": "test.kinfer.dev/v1", "kind": "Widget", "metadata": { "name": name }, "spec": spec })
@@ -33,7 +33,10 @@ async fn apply_creates_when_absent_and_records_managed_fields() {
 
 #[tokio::test]
 async fn identical_apply_is_a_no_op_without_new_version_or_event() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("counts mutations of the in-process cluster").await
+    else {
+        return;
+    };
     let api = widgets(&client);
     let first = api
         .patch(
@@ -118,13 +121,23 @@ async fn same_value_from_two_managers_is_shared_not_a_conflict() {
     )
     .await
     .unwrap();
-    api.patch(
-        "a",
-        &pp("two"),
-        &Patch::Apply(applied("a", json!({"size": 2}))),
-    )
-    .await
-    .unwrap();
+    let o = api
+        .patch(
+            "a",
+            &pp("two"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    let mf = o.metadata.managed_fields.unwrap();
+    for m in ["one", "two"] {
+        let e = mf
+            .iter()
+            .find(|e| e.manager.as_deref() == Some(m))
+            .unwrap_or_else(|| panic!("{m} lost its entry: {mf:?}"));
+        let fields = serde_json::to_value(&e.fields_v1).unwrap();
+        assert!(fields["f:spec"]["f:size"].is_object(), "{m}: {fields}");
+    }
 }
 
 #[tokio::test]
@@ -256,4 +269,150 @@ async fn update_takes_ownership_from_appliers() {
         .await
         .unwrap_err();
     assert!(api_status(e).message.contains("conflict with \"editor\""));
+}
+
+#[tokio::test]
+async fn identical_apply_after_a_status_write_is_still_a_no_op() {
+    let Some((c, client)) = local_cluster("counts mutations of the in-process cluster").await
+    else {
+        return;
+    };
+    let api = widgets(&client);
+    api.patch(
+        "a",
+        &pp("op"),
+        &Patch::Apply(applied("a", json!({"size": 2}))),
+    )
+    .await
+    .unwrap();
+    let st = json!({"apiVersion": "test.kinfer.dev/v1", "kind": "Widget", "metadata": {"name": "a"},
+                    "status": {"phase": "Ready"}});
+    let after_status = api
+        .patch_status("a", &pp("op-status"), &Patch::Apply(st))
+        .await
+        .unwrap();
+    let before = c.counters().mutations(None);
+    let again = api
+        .patch(
+            "a",
+            &pp("op"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rv(&again), rv(&after_status));
+    assert_eq!(c.counters().mutations(None), before);
+    assert_eq!(c.resource_version(), rv(&after_status));
+    let mf = again.metadata.managed_fields.unwrap();
+    let status_entry = mf
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("op-status"))
+        .expect("the status manager keeps its entry");
+    let fields = serde_json::to_value(&status_entry.fields_v1).unwrap();
+    assert!(fields["f:status"]["f:phase"].is_object(), "{fields}");
+}
+
+fn deployment(containers: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"template": {"spec": {"containers": containers}}}})
+}
+
+fn owned(o: &k8s_openapi::api::apps::v1::Deployment, manager: &str) -> Value {
+    let mf = o.metadata.managed_fields.as_ref().unwrap();
+    let e = mf
+        .iter()
+        .find(|e| e.manager.as_deref() == Some(manager))
+        .unwrap_or_else(|| panic!("no entry for {manager}: {mf:?}"));
+    serde_json::to_value(&e.fields_v1).unwrap()["f:spec"]["f:template"]["f:spec"]["f:containers"]
+        ["k:{\"name\":\"c\"}"]
+        .clone()
+}
+
+#[tokio::test]
+async fn different_fields_of_one_keyed_item_do_not_conflict() {
+    let (_c, client) = cluster().await;
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::default_namespaced(client);
+    api.patch(
+        "d",
+        &pp("one"),
+        &Patch::Apply(deployment(json!([{"name": "c", "image": "i:1"}]))),
+    )
+    .await
+    .unwrap();
+    let o = api
+        .patch(
+            "d",
+            &pp("two"),
+            &Patch::Apply(deployment(
+                json!([{"name": "c", "resources": {"limits": {"cpu": "1"}}}]),
+            )),
+        )
+        .await
+        .unwrap();
+    let c = &o
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0];
+    assert_eq!(c.image.as_deref(), Some("i:1"));
+    assert!(c.resources.is_some());
+    let one = owned(&o, "one");
+    let two = owned(&o, "two");
+    assert!(one["."].is_object() && one["f:image"].is_object(), "{one}");
+    assert!(
+        two["."].is_object() && two["f:resources"].is_object(),
+        "{two}"
+    );
+    // A non-apply write to another field of the item leaves the item marker with the appliers.
+    let o = api
+        .patch(
+            "d",
+            &PatchParams {
+                field_manager: Some("editor".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "c", "args": ["x"]}]}}}})),
+        )
+        .await
+        .unwrap();
+    assert!(owned(&o, "one")["."].is_object());
+    // So re-applying the same intent is neither a conflict nor a write.
+    let again = api
+        .patch(
+            "d",
+            &pp("one"),
+            &Patch::Apply(deployment(json!([{"name": "c", "image": "i:1"}]))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.metadata.resource_version, o.metadata.resource_version);
+}
+
+#[tokio::test]
+async fn status_apply_to_a_missing_object_is_404_and_creates_nothing() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    let st = json!({"apiVersion": "test.kinfer.dev/v1", "kind": "Widget", "metadata": {"name": "ghost"},
+                    "status": {"phase": "Ready"}});
+    let e = api
+        .patch_status("ghost", &pp("op-status"), &Patch::Apply(st))
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(e).code, 404);
+    let e = api
+        .patch_status(
+            "ghost",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Ready"}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(e).code, 404);
+    assert_eq!(api_status(api.get("ghost").await.unwrap_err()).code, 404);
 }

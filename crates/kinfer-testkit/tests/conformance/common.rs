@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
-use kinfer_testkit::TestCluster;
-use kube::api::{Api, DynamicObject, PostParams};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kinfer_testkit::{TestCluster, TestEnv, test_client};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, CustomResource};
 use schemars::JsonSchema;
@@ -95,16 +97,139 @@ pub fn widget_ar() -> ApiResource {
     )
 }
 
-/// A started cluster with the Widget CRD installed and a client.
-pub async fn cluster() -> (TestCluster, Client) {
-    let c = TestCluster::start().await.expect("start");
-    c.install_crd_value(widget_crd()).expect("crd");
-    let client = c.client().expect("client");
-    (c, client)
+/// Whether the suite runs against the cluster in `KINFER_TEST_KUBECONFIG`.
+pub fn external() -> bool {
+    std::env::var_os("KINFER_TEST_KUBECONFIG").is_some()
+}
+
+/// Against an external cluster, say why this test is skipped and return true.
+pub fn skip_external(why: &str) -> bool {
+    if external() {
+        eprintln!("skipped against an external cluster: {why}");
+    }
+    external()
+}
+
+/// A name unique to this run for cluster-scoped objects (a shared cluster keeps them).
+pub fn unique(name: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    if !external() {
+        return name.to_owned();
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{name}-{t:x}{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The cluster of one test: the in-process one (installed with the Widget CRD), or the
+/// external one, where the test gets a namespace of its own, deleted when this is dropped.
+#[derive(Debug)]
+pub struct Env {
+    env: TestEnv,
+    namespace: Option<String>,
+}
+
+impl std::ops::Deref for Env {
+    type Target = TestCluster;
+
+    /// The in-process cluster; only tests started with [`local_cluster`] use it.
+    fn deref(&self) -> &TestCluster {
+        self.env
+            .cluster()
+            .expect("this test needs the in-process cluster: start it with local_cluster")
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let (Some(ns), Some(path)) = (self.namespace.take(), self.env.kubeconfig_path()) else {
+            return;
+        };
+        let path = path.to_owned();
+        // The test's runtime is going away: clean up from a runtime of our own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                if let Ok(client) = kinfer_testkit::client_from_kubeconfig(&path).await {
+                    let _ = Api::<Namespace>::all(client)
+                        .delete(&ns, &DeleteParams::default())
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// A cluster with the Widget CRD installed and a client whose default namespace is the test's.
+pub async fn cluster() -> (Env, Client) {
+    let env = test_client().await.expect("cluster");
+    if let Some(c) = env.cluster() {
+        c.install_crd_value(widget_crd()).expect("crd");
+        let client = env.client();
+        return (
+            Env {
+                env,
+                namespace: None,
+            },
+            client,
+        );
+    }
+    let admin = env.client();
+    ensure_widget_crd(&admin).await;
+    let ns = unique("kinfer-test");
+    let nss: Api<Namespace> = Api::all(admin);
+    let body: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    nss.create(&PostParams::default(), &body)
+        .await
+        .expect("namespace");
+    let client = env.client_in(&ns).await.expect("client");
+    (
+        Env {
+            env,
+            namespace: Some(ns),
+        },
+        client,
+    )
+}
+
+/// The in-process cluster, for tests that need its counters, faults or simulator; `None` (the
+/// test is skipped with a message) against an external cluster.
+pub async fn local_cluster(why: &str) -> Option<(Env, Client)> {
+    if skip_external(why) {
+        return None;
+    }
+    Some(cluster().await)
+}
+
+async fn ensure_widget_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(widget_crd()).unwrap();
+    match crds.create(&PostParams::default(), &crd).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("installing the Widget CRD: {e}"),
+    }
+    tokio::time::timeout(
+        TIMEOUT,
+        kube::runtime::wait::await_condition(
+            crds,
+            "widgets.test.kinfer.dev",
+            kube::runtime::wait::conditions::is_crd_established(),
+        ),
+    )
+    .await
+    .expect("timed out waiting for the Widget CRD")
+    .expect("watch");
 }
 
 pub fn widgets(client: &Client) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), "default", &widget_ar())
+    Api::default_namespaced_with(client.clone(), &widget_ar())
 }
 
 pub fn widget(name: &str, spec: Value) -> DynamicObject {

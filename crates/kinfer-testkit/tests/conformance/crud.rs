@@ -2,7 +2,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
-use crate::common::{api_status, cluster, create_widget, rv, status_code, widget, widgets};
+use crate::common::{
+    api_status, cluster, create_widget, local_cluster, rv, status_code, widget, widgets,
+};
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     serde_json::from_value(json!({
@@ -159,9 +161,10 @@ async fn list_with_label_and_field_selectors() {
         ),
         ["b"]
     );
+    let ns = client.default_namespace().to_owned();
     let all: Api<ConfigMap> = Api::all(client);
     let l = all
-        .list(&ListParams::default().fields("metadata.namespace=default,metadata.name!=a"))
+        .list(&ListParams::default().fields(&format!("metadata.namespace={ns},metadata.name!=a")))
         .await
         .unwrap();
     assert_eq!(names(l), ["b", "c"]);
@@ -201,7 +204,9 @@ async fn list_pagination_with_limit_and_continue() {
 
 #[tokio::test]
 async fn expired_continue_token_is_410() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults").await else {
+        return;
+    };
     for i in 0..3 {
         create_widget(&client, &format!("w{i}"), json!({"size": 1})).await;
     }
@@ -225,7 +230,8 @@ async fn expired_continue_token_is_410() {
 async fn cluster_scoped_resources() {
     let (_c, client) = cluster().await;
     let api: Api<Namespace> = Api::all(client);
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap();
+    let team = crate::common::unique("team");
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": team}})).unwrap();
     let made = api.create(&PostParams::default(), &ns).await.unwrap();
     assert_eq!(made.metadata.namespace, None);
     assert_eq!(made.status.unwrap().phase.as_deref(), Some("Active"));
@@ -237,7 +243,8 @@ async fn cluster_scoped_resources() {
         .into_iter()
         .map(|n| n.metadata.name.unwrap())
         .collect();
-    assert!(names.contains(&"default".to_owned()) && names.contains(&"team".to_owned()));
+    assert!(names.contains(&"default".to_owned()) && names.contains(&team));
+    api.delete(&team, &DeleteParams::default()).await.unwrap();
 }
 
 #[tokio::test]
@@ -306,4 +313,328 @@ async fn dry_run_create_stores_nothing() {
         .await
         .unwrap();
     assert_eq!(status_code(&api.get("dry").await.unwrap_err()), 404);
+}
+
+#[tokio::test]
+async fn continue_pages_report_the_first_page_version_so_a_watch_misses_nothing() {
+    let (_c, client) = cluster().await;
+    for i in 0..3 {
+        create_widget(&client, &format!("w{i}"), json!({"size": 1})).await;
+    }
+    let api = widgets(&client);
+    let p1 = api.list(&ListParams::default().limit(2)).await.unwrap();
+    let first_rv = p1.metadata.resource_version.clone().unwrap();
+    // A change between the pages: the watch started from the last page must see it.
+    create_widget(&client, "between", json!({"size": 1})).await;
+    let p2 = api
+        .list(
+            &ListParams::default()
+                .limit(2)
+                .continue_token(p1.metadata.continue_.as_deref().unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        p2.metadata.resource_version.as_deref(),
+        Some(first_rv.as_str())
+    );
+    let last_rv = p2.metadata.resource_version.unwrap();
+    let stream = api
+        .watch(&kube::api::WatchParams::default(), &last_rv)
+        .await
+        .unwrap();
+    futures::pin_mut!(stream);
+    let seen = tokio::time::timeout(crate::common::TIMEOUT, async {
+        while let Some(ev) = futures::StreamExt::next(&mut stream).await {
+            if let kube::api::WatchEvent::Added(o) = ev.unwrap()
+                && o.metadata.name.as_deref() == Some("between")
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap();
+    assert!(seen);
+}
+
+#[tokio::test]
+async fn paginated_relist_survives_history_trimming() {
+    if crate::common::skip_external("starts a cluster with a small history") {
+        return;
+    }
+    let c = kinfer_testkit::TestCluster::start_with(kinfer_testkit::Options {
+        history_limit: 3,
+        ..kinfer_testkit::Options::default()
+    })
+    .await
+    .unwrap();
+    c.install_crd_value(crate::common::widget_crd()).unwrap();
+    let client = c.client().unwrap();
+    for i in 0..4 {
+        create_widget(&client, &format!("w{i}"), json!({"size": 1})).await;
+    }
+    let api = widgets(&client);
+    let mut names = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(1);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = api.list(&lp).await.unwrap();
+        names.extend(page.items.into_iter().map(|o| o.metadata.name.unwrap()));
+        // Churn well past the history window between pages.
+        for j in 0..5 {
+            let n = format!("churn{}-{j}", names.len());
+            create_widget(&client, &n, json!({"size": 1})).await;
+            api.delete(&n, &kube::api::DeleteParams::default())
+                .await
+                .unwrap();
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => break,
+        }
+    }
+    assert_eq!(names, ["w0", "w1", "w2", "w3"]);
+}
+
+#[tokio::test]
+async fn custom_resource_put_without_resource_version_is_422() {
+    let (_c, client) = cluster().await;
+    let made = create_widget(&client, "a", json!({"size": 1})).await;
+    let mut body = made.clone();
+    body.metadata.resource_version = None;
+    body.data["spec"]["size"] = json!(2);
+    let s = api_status(
+        widgets(&client)
+            .replace("a", &PostParams::default(), &body)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+    assert!(
+        s.message.contains(
+            "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        ),
+        "{}",
+        s.message
+    );
+    // Built-in kinds allow unconditional updates.
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
+    let mut c = cms
+        .create(&PostParams::default(), &cm("b", &[]))
+        .await
+        .unwrap();
+    c.metadata.resource_version = None;
+    cms.replace("b", &PostParams::default(), &c).await.unwrap();
+}
+
+/// A raw request through the client, answering (status code, body); `/namespaces/default/`
+/// in `uri` stands for the test's namespace.
+async fn raw(
+    client: &kube::Client,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    let req = hyper::http::Request::builder()
+        .method(method)
+        .uri(uri.replace(
+            "/namespaces/default/",
+            &format!("/namespaces/{}/", client.default_namespace()),
+        ))
+        .header("content-type", content_type)
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+    match client.request::<serde_json::Value>(req).await {
+        Ok(v) => (200, v),
+        Err(kube::Error::Api(s)) => (s.code, serde_json::to_value(&*s).unwrap()),
+        Err(e) => panic!("transport error: {e:?}"),
+    }
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_refused_without_harming_the_server() {
+    let (_c, client) = cluster().await;
+    let json = "application/json";
+    for (method, uri, ct, body) in [
+        (
+            "POST",
+            "/api/v1/namespaces",
+            json,
+            r#"{"metadata":{"name":"a"},"spec":"x"}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces",
+            json,
+            r#"{"metadata":{"name":"b","labels":"x"}}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            json,
+            r#"{"metadata":{"name":"p"},"status":"x"}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            json,
+            r#"{"metadata":"x"}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            json,
+            r#"{"metadata":{"name":"c","annotations":{"a":1}}}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            json,
+            r#"{"metadata":{"name":"c","finalizers":"x"}}"#,
+        ),
+    ] {
+        let (code, body) = raw(&client, method, uri, ct, body).await;
+        assert_eq!(code, 400, "{method} {uri}: {body}");
+    }
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    cms.create(&PostParams::default(), &cm("c", &[]))
+        .await
+        .unwrap();
+    for body in [
+        r#""x""#,
+        r#"{"metadata":"x"}"#,
+        r#"{"metadata":{"labels":{"a":[1]}}}"#,
+    ] {
+        let (code, b) = raw(
+            &client,
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/c",
+            "application/merge-patch+json",
+            body,
+        )
+        .await;
+        assert_eq!(code, 400, "{body}: {b}");
+    }
+    let (code, b) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/c",
+        "application/json-patch+json",
+        r#"[{"op":"replace","path":"","value":7}]"#,
+    )
+    .await;
+    assert!(matches!(code, 400 | 422), "{b}");
+    // POST on a named object or a subresource is not a create.
+    for uri in [
+        "/api/v1/namespaces/default/configmaps/c",
+        "/api/v1/namespaces/default/pods/x/log",
+    ] {
+        let (code, b) = raw(&client, "POST", uri, json, r#"{"metadata":{"name":"c"}}"#).await;
+        assert!(matches!(code, 404 | 405), "{uri}: {b}");
+    }
+    // The server still works.
+    cms.get("c").await.unwrap();
+    let nss: Api<Namespace> = Api::all(client);
+    nss.get("default").await.unwrap();
+}
+
+#[tokio::test]
+async fn names_and_labels_are_validated_like_the_real_server() {
+    let (_c, client) = cluster().await;
+    let long = "x".repeat(64);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    // ConfigMaps (and custom resources) take DNS-1123 subdomains: dots, up to 253 characters.
+    cms.create(&PostParams::default(), &cm(&format!("a.{long}"), &[]))
+        .await
+        .unwrap();
+    for bad in ["Upper", "under_score", "-lead", &"x".repeat(254)] {
+        let s = api_status(
+            cms.create(&PostParams::default(), &cm(bad, &[]))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{bad}");
+        assert_eq!(s.details.unwrap().causes[0].field, "metadata.name");
+    }
+    let s = api_status(
+        widgets(&client)
+            .create(
+                &PostParams::default(),
+                &widget("Bad_Name", json!({"size": 1})),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(s.code, 422);
+    assert!(
+        s.message
+            .starts_with("Widget.test.kinfer.dev \"Bad_Name\" is invalid: metadata.name"),
+        "{}",
+        s.message
+    );
+    // Namespaces are DNS-1123 labels: no dots, at most 63 characters.
+    let nss: Api<Namespace> = Api::all(client.clone());
+    for bad in ["a.b", long.as_str()] {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": bad}})).unwrap();
+        let e = nss.create(&PostParams::default(), &ns).await.unwrap_err();
+        assert_eq!(status_code(&e), 422, "{bad}");
+    }
+    // Services are DNS-1035 labels: they start with a letter.
+    let svcs: Api<k8s_openapi::api::core::v1::Service> = Api::default_namespaced(client.clone());
+    let svc: k8s_openapi::api::core::v1::Service =
+        serde_json::from_value(json!({"metadata": {"name": "1svc"}})).unwrap();
+    let e = svcs.create(&PostParams::default(), &svc).await.unwrap_err();
+    assert_eq!(status_code(&e), 422);
+    // RBAC names are path segments: colons are fine.
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
+    let role_name = crate::common::unique("system:thing");
+    let role: k8s_openapi::api::rbac::v1::ClusterRole =
+        serde_json::from_value(json!({"metadata": {"name": role_name}})).unwrap();
+    roles.create(&PostParams::default(), &role).await.unwrap();
+    roles
+        .delete(&role_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    // Label keys and values, on create and on update.
+    for (k, v) in [
+        ("ok", long.as_str()),
+        ("bad key", "v"),
+        ("Example.com/k", "v"),
+        ("k", "bad value!"),
+    ] {
+        let e = cms
+            .create(&PostParams::default(), &cm("labelled", &[(k, v)]))
+            .await
+            .unwrap_err();
+        let s = api_status(e);
+        assert_eq!(s.code, 422, "{k}={v}");
+        assert_eq!(s.details.unwrap().causes[0].field, "metadata.labels");
+    }
+    cms.create(
+        &PostParams::default(),
+        &cm("labelled", &[("example.com/k_1", "V.a-l_ue")]),
+    )
+    .await
+    .unwrap();
+    let e = cms
+        .patch(
+            "labelled",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"k": long}}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status_code(&e), 422);
+    // A long generateName prefix is cut to leave room for the suffix.
+    let mut g = cm("", &[]);
+    g.metadata.name = None;
+    g.metadata.generate_name = Some(format!("{long}-"));
+    let made = cms.create(&PostParams::default(), &g).await.unwrap();
+    assert_eq!(made.metadata.name.unwrap().len(), 63);
 }

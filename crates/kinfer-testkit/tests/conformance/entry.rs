@@ -26,6 +26,9 @@ async fn test_client_defaults_to_the_in_process_cluster() {
 
 #[tokio::test]
 async fn kubeconfig_gives_a_working_client() {
+    if crate::common::skip_external("tests the in-process cluster's kubeconfig") {
+        return;
+    }
     let c = TestCluster::start().await.unwrap();
     let dir = temp_dir("kubeconfig");
     let path = dir.join("config");

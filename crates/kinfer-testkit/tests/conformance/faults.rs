@@ -3,11 +3,13 @@ use std::time::{Duration, Instant};
 use kinfer_testkit::Fault;
 use serde_json::json;
 
-use crate::common::{cluster, create_widget, status_code, widgets};
+use crate::common::{create_widget, local_cluster, status_code, widgets};
 
 #[tokio::test]
 async fn injected_status_code_once_then_served() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults and reads counters").await else {
+        return;
+    };
     create_widget(&client, "a", json!({"size": 1})).await;
     c.faults()
         .inject(Fault::status("get", "widgets", 500).times(1));
@@ -18,7 +20,9 @@ async fn injected_status_code_once_then_served() {
 
 #[tokio::test]
 async fn injected_503_is_retried_by_kube_client() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults and reads counters").await else {
+        return;
+    };
     create_widget(&client, "a", json!({"size": 1})).await;
     c.faults()
         .inject(Fault::status("get", "widgets", 503).times(1));
@@ -42,7 +46,9 @@ async fn raw_get(addr: std::net::SocketAddr, path: &str) -> String {
 
 #[tokio::test]
 async fn injected_429_carries_retry_after_and_a_status_body() {
-    let (c, _client) = cluster().await;
+    let Some((c, _client)) = local_cluster("injects faults").await else {
+        return;
+    };
     c.faults()
         .inject(Fault::status("list", "widgets", 429).retry_after(2));
     let answer = raw_get(
@@ -60,7 +66,9 @@ async fn injected_429_carries_retry_after_and_a_status_body() {
 
 #[tokio::test]
 async fn faults_can_target_one_object_name() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults and reads counters").await else {
+        return;
+    };
     create_widget(&client, "a", json!({"size": 1})).await;
     create_widget(&client, "b", json!({"size": 1})).await;
     c.faults()
@@ -74,7 +82,9 @@ async fn faults_can_target_one_object_name() {
 
 #[tokio::test]
 async fn injected_latency_delays_answers() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults and reads counters").await else {
+        return;
+    };
     create_widget(&client, "a", json!({"size": 1})).await;
     c.faults()
         .inject(Fault::latency("get", "widgets", Duration::from_millis(300)));
@@ -85,7 +95,9 @@ async fn injected_latency_delays_answers() {
 
 #[tokio::test]
 async fn counters_by_verb_resource_and_code() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults and reads counters").await else {
+        return;
+    };
     c.counters().reset();
     create_widget(&client, "a", json!({"size": 1})).await;
     let api = widgets(&client);

@@ -49,7 +49,11 @@ async fn json_patch_rfc6902() {
         { "op": "replace", "path": "/spec/size", "value": 3 },
         { "op": "test", "path": "/spec/color", "value": "red" }
     ]);
-    let req = hyper::Request::patch("/apis/test.kinfer.dev/v1/namespaces/default/widgets/a")
+    let uri = format!(
+        "/apis/test.kinfer.dev/v1/namespaces/{}/widgets/a",
+        client.default_namespace()
+    );
+    let req = hyper::Request::patch(uri)
         .header("content-type", "application/json-patch+json")
         .body(body.to_string().into_bytes())
         .unwrap();

@@ -9,7 +9,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{reflector, watcher};
 use serde_json::json;
 
-use crate::common::{TIMEOUT, Widget, WidgetSpec, cluster, wait_until};
+use crate::common::{TIMEOUT, Widget, WidgetSpec, cluster, local_cluster, wait_until};
 
 #[derive(Debug)]
 struct Never;
@@ -115,7 +115,9 @@ async fn controller_with_owns_reconciles_and_sees_child_changes_then_stops() {
 
 #[tokio::test]
 async fn reflector_survives_a_forced_410() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults and reads counters").await else {
+        return;
+    };
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let mk = |n: &str| -> ConfigMap {
         serde_json::from_value(json!({"metadata": {"name": n}})).unwrap()

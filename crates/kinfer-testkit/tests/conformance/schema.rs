@@ -124,3 +124,25 @@ async fn cel_self_equals_old_self_makes_a_field_immutable() {
     assert_eq!(c.field, "spec.frozen");
     assert!(c.message.contains("frozen is immutable"));
 }
+
+#[tokio::test]
+async fn null_for_a_non_nullable_field_is_pruned_then_defaulted() {
+    let (_c, client) = cluster().await;
+    let o = create_widget(
+        &client,
+        "a",
+        json!({"size": 1, "color": null, "name": null, "labels": {"k": null, "j": "v"}}),
+    )
+    .await;
+    assert_eq!(o.data["spec"]["color"], "red", "{}", o.data);
+    assert!(o.data["spec"].get("name").is_none(), "{}", o.data);
+    assert_eq!(o.data["spec"]["labels"], json!({"j": "v"}));
+    // A PUT that sends null gets the default too.
+    let mut body = o.clone();
+    body.data["spec"]["color"] = serde_json::Value::Null;
+    let o = widgets(&client)
+        .replace("a", &PostParams::default(), &body)
+        .await
+        .unwrap();
+    assert_eq!(o.data["spec"]["color"], "red", "{}", o.data);
+}

@@ -28,6 +28,9 @@ fn deployment(name: &str) -> Deployment {
 
 #[tokio::test]
 async fn deployments_become_available() {
+    if crate::common::skip_external("needs the workload simulator") {
+        return;
+    }
     let c = TestCluster::start_simulated().await.unwrap();
     let api: Api<Deployment> = Api::default_namespaced(c.client().unwrap());
     api.create(&PostParams::default(), &deployment("d"))
@@ -38,6 +41,9 @@ async fn deployments_become_available() {
 
 #[tokio::test]
 async fn held_deployments_progress_only_when_released() {
+    if crate::common::skip_external("needs the workload simulator") {
+        return;
+    }
     let c = TestCluster::start_simulated().await.unwrap();
     c.hold("deployments", "default", "d");
     let api: Api<Deployment> = Api::default_namespaced(c.client().unwrap());
@@ -55,6 +61,9 @@ async fn held_deployments_progress_only_when_released() {
 
 #[tokio::test]
 async fn jobs_run_a_pod_with_a_hooked_log() {
+    if crate::common::skip_external("needs the workload simulator") {
+        return;
+    }
     let c = TestCluster::start_simulated().await.unwrap();
     c.simulator().set_log_hook(Arc::new(
         |_ns: &str, _pod: &str, pod: &serde_json::Value| {
@@ -101,6 +110,9 @@ async fn jobs_run_a_pod_with_a_hooked_log() {
 
 #[tokio::test]
 async fn pvcs_become_bound() {
+    if crate::common::skip_external("needs the workload simulator") {
+        return;
+    }
     let c = TestCluster::start_simulated().await.unwrap();
     let api: Api<PersistentVolumeClaim> = Api::default_namespaced(c.client().unwrap());
     let pvc: PersistentVolumeClaim =
@@ -116,6 +128,9 @@ async fn pvcs_become_bound() {
 
 #[tokio::test]
 async fn httproutes_get_accepted_parents() {
+    if crate::common::skip_external("needs the workload simulator") {
+        return;
+    }
     let c = TestCluster::start_simulated().await.unwrap();
     c.install_crd_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -169,6 +184,9 @@ fn open_crd(group: &str, plural: &str, kind: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn inference_services_become_ready_with_a_url() {
+    if crate::common::skip_external("needs the workload simulator") {
+        return;
+    }
     let c = TestCluster::start_simulated().await.unwrap();
     c.install_crd_value(open_crd(
         "serving.kserve.io",
@@ -202,6 +220,9 @@ async fn inference_services_become_ready_with_a_url() {
 #[tokio::test]
 async fn hpas_report_current_replicas() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    if crate::common::skip_external("needs the workload simulator") {
+        return;
+    }
     let c = TestCluster::start_simulated().await.unwrap();
     let api: Api<HorizontalPodAutoscaler> = Api::default_namespaced(c.client().unwrap());
     let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({"metadata": {"name": "h"}, "spec": {

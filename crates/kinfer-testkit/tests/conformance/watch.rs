@@ -6,7 +6,7 @@ use kube::api::{Patch, PatchParams, WatchEvent, WatchParams};
 use kube::core::DynamicObject;
 use serde_json::json;
 
-use crate::common::{TIMEOUT, cluster, create_widget, rv, widget_crd, widgets};
+use crate::common::{TIMEOUT, cluster, create_widget, local_cluster, rv, widget_crd, widgets};
 
 async fn next(
     s: &mut (impl futures::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + Unpin),
@@ -73,6 +73,9 @@ async fn watch_from_zero_starts_with_current_objects() {
 
 #[tokio::test]
 async fn watch_sends_bookmarks_when_allowed() {
+    if crate::common::skip_external("starts a cluster with its own options") {
+        return;
+    }
     let c = TestCluster::start_with(Options {
         bookmark_interval: Duration::from_millis(50),
         ..Options::default()
@@ -97,7 +100,10 @@ async fn watch_sends_bookmarks_when_allowed() {
 
 #[tokio::test]
 async fn watch_older_than_history_is_410_gone() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults or reads the in-process version").await
+    else {
+        return;
+    };
     let a = create_widget(&client, "a", json!({"size": 1})).await;
     create_widget(&client, "b", json!({"size": 1})).await;
     c.faults().expire_history();
@@ -152,7 +158,10 @@ async fn watch_with_label_selector_sees_objects_leave_and_enter() {
 
 #[tokio::test]
 async fn cut_watches_end_open_streams() {
-    let (c, client) = cluster().await;
+    let Some((c, client)) = local_cluster("injects faults or reads the in-process version").await
+    else {
+        return;
+    };
     let mut s = widgets(&client)
         .watch(&WatchParams::default(), "0")
         .await
@@ -163,4 +172,36 @@ async fn cut_watches_end_open_streams() {
         .await
         .expect("stream did not end");
     assert!(end.is_none());
+}
+
+#[tokio::test]
+async fn zero_bookmark_interval_does_not_kill_watches() {
+    if crate::common::skip_external("starts a cluster with its own options") {
+        return;
+    }
+    let c = TestCluster::start_with(Options {
+        bookmark_interval: Duration::ZERO,
+        ..Options::default()
+    })
+    .await
+    .unwrap();
+    c.install_crd_value(widget_crd()).unwrap();
+    let client = c.client().unwrap();
+    let api = widgets(&client);
+    let mut s = api
+        .watch(&WatchParams::default(), &c.resource_version().to_string())
+        .await
+        .unwrap()
+        .boxed();
+    create_widget(&client, "a", json!({"size": 1})).await;
+    loop {
+        match next(&mut s).await {
+            WatchEvent::Added(o) => {
+                assert_eq!(name(&o), "a");
+                break;
+            }
+            WatchEvent::Bookmark(_) => {}
+            e => panic!("{e:?}"),
+        }
+    }
 }

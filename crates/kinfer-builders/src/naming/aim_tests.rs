@@ -1,0 +1,228 @@
+use super::*;
+use crate::env::var;
+
+#[test]
+fn golden_image_model_name_row_13() {
+    assert_eq!(
+        image_model_name("amdenterpriseai/aim-qwen-qwen3-32b:0.8.5")
+            .expect("derives")
+            .as_str(),
+        "aim-qwen-qwen3-32b-0-8-5-cdc1fb22"
+    );
+}
+
+#[test]
+fn golden_inference_service_name_row_14_always_hashed() {
+    assert_eq!(
+        inference_service_name("qwen-chat", "ml-team")
+            .expect("derives")
+            .as_str(),
+        "qwen-chat-a04542d9"
+    );
+    // The route (row 17) equals it while the ISVC name was not cut further.
+    assert_eq!(
+        route_name("qwen-chat", "ml-team")
+            .expect("derives")
+            .as_str(),
+        "qwen-chat-a04542d9"
+    );
+    let long = "q".repeat(60);
+    let ns = "n".repeat(30);
+    let name = inference_service_name(&long, &ns).expect("fits");
+    assert_eq!(name.as_str().len() + "-predictor-".len() + ns.len(), 63);
+    assert!(inference_service_name("a", &"n".repeat(42)).is_ok());
+    assert!(matches!(
+        inference_service_name("a", &"n".repeat(43)),
+        Err(NameError::NamespaceTooLong { max: 42, .. })
+    ));
+}
+
+#[test]
+fn template_name_row_4_shape() {
+    let name = template_name(
+        "aim-qwen-qwen3-32b-0-8-5-cdc1fb22",
+        "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5",
+        Deployment {
+            gpu_model: "MI300X",
+            gpu_count: 1,
+            metric: "latency",
+            precision: "fp8",
+        },
+    )
+    .expect("derives");
+    let name = name.as_str();
+    assert_eq!(name.len(), 63, "{name}");
+    assert!(
+        name.starts_with("amdenterpriseai-aim-qwen-qwen3-32b-0-8-5-1x-mi300x-lat-fp8-"),
+        "{name}"
+    );
+    let hash = aim_hash(&[HashInput::Str(
+        "aim-qwen-qwen3-32b-0-8-5-cdc1fb22-amdenterpriseai/aim-qwen-qwen3-32b:0.8.5-MI300X-x1-latency-fp8"
+            .to_owned(),
+    )]);
+    assert_eq!(&name[59..], &hash[..4]);
+}
+
+#[test]
+fn derived_template_name_row_12() {
+    let name = derived_template_name(
+        "base-tpl",
+        Overrides {
+            precision: Some("fp8"),
+            metric: Some("throughput"),
+            ..Overrides::default()
+        },
+    )
+    .expect("derives");
+    let hash = aim_hash(&[
+        "precision".into(),
+        "fp8".into(),
+        "metric".into(),
+        "throughput".into(),
+    ]);
+    assert_eq!(
+        name.as_str(),
+        format!("base-tpl-ovr-fp8-throughput-{}", &hash[..4])
+    );
+    let gpu = derived_template_name(
+        "base-tpl",
+        Overrides {
+            gpu_model: Some("MI325X"),
+            gpu_count: 4,
+            ..Overrides::default()
+        },
+    )
+    .expect("derives");
+    assert!(
+        gpu.as_str().starts_with("base-tpl-ovr-mi325x-4gpu-"),
+        "{gpu}"
+    );
+    assert_eq!(
+        derived_template_name("base-tpl", Overrides::default())
+            .expect("base")
+            .as_str(),
+        "base-tpl"
+    );
+}
+
+#[test]
+fn artifact_name_row_21_hashes_ten_hex_over_go_json() {
+    let env = [var("AWS_ENDPOINT_URL", "http://minio:9000")];
+    let name = artifact_name("hf://Qwen/Qwen3-32B", &env, "nfs", None).expect("derives");
+    let hash = sha_hex(
+        r#""hf://Qwen/Qwen3-32B"|[{"name":"AWS_ENDPOINT_URL","value":"http://minio:9000"}]|"nfs""#,
+    );
+    assert_eq!(
+        name.as_str(),
+        format!("hf---qwen-qwen3-32b-{}", &hash[..10])
+    );
+    let none = artifact_name("hf://Qwen/Qwen3-32B", &[], "", Some("tc")).expect("derives");
+    let hash = sha_hex(r#""hf://Qwen/Qwen3-32B"|null|""|"dedicated"|"tc""#);
+    assert!(none.as_str().ends_with(&hash[..10]));
+}
+
+fn sha_hex(s: &str) -> String {
+    hex::encode(Sha256::digest(s.as_bytes()))
+}
+
+#[test]
+fn cluster_model_name_row_24_six_hex() {
+    let name = cluster_model_name("docker.io", "amdenterpriseai/aim-qwen-qwen3-32b", "0.8.5")
+        .expect("derives");
+    let hash = sha_hex(r#""docker.io"|"amdenterpriseai/aim-qwen-qwen3-32b"|"0.8.5""#);
+    assert_eq!(
+        name.as_str(),
+        format!("amdenterpriseai-aim-qwen-qwen3-32b-0-8-5-{}", &hash[..6])
+    );
+}
+
+#[test]
+fn discovery_job_name_uses_upstreams_formula() {
+    let env = [var("HF_HUB_OFFLINE", "0")];
+    let secrets = ["registry-creds".to_owned()];
+    let name = discovery_job_name(
+        &"t".repeat(80),
+        DiscoveryHash {
+            model: "qwen3-32b",
+            image: "img:1",
+            service_account: "sa",
+            env: &env,
+            image_pull_secrets: &secrets,
+            metric: "latency",
+            precision: "fp8",
+            gpu: Some(("MI300X", 1)),
+            profile_id: "p",
+        },
+    )
+    .expect("derives");
+    let digest = Sha256::digest(b"qwen3-32bimg:1saHF_HUB_OFFLINE0registry-credslatencyfp8MI300X1p");
+    assert_eq!(
+        name.as_str(),
+        format!("discover-{}-{}", "t".repeat(45), hex::encode(&digest[..4]))
+    );
+    assert_eq!(name.as_str().len(), 63);
+}
+
+#[test]
+fn parts_keep_double_dashes_and_empty_parts_become_part() {
+    let name = generate_derived_name(&["a..b", "", "--"], &[], 8, 63).expect("derives");
+    assert_eq!(name.as_str(), "a--b-part-part");
+    let hashed = generate_derived_name(&["x"], &["y".into()], 8, 63).expect("derives");
+    assert_eq!(hashed.as_str(), format!("x-{}", &sha_hex("\"y\"")[..8]));
+    // The longest part is trimmed one character at a time, never leaving a trailing dash.
+    let cut = generate_derived_name(&["abc-defgh", "xy"], &[], 8, 8).expect("derives");
+    assert_eq!(cut.as_str(), "abc-d-xy");
+    assert!(generate_derived_name(&["a", "b"], &["h".into()], 8, 9).is_err());
+    // A name that starts with a digit is a valid DNS-1123 label, as upstream emits it.
+    let digit = generate_derived_name(&["0-8-5"], &[], 8, 63).expect("derives");
+    assert_eq!(digit.as_str(), "0-8-5");
+}
+
+#[test]
+fn go_json_matches_encoding_json() {
+    assert_eq!(
+        HashInput::from("a<b>&\"\\\n\u{1}\u{2028}é").go_json(),
+        r#""a\u003cb\u003e\u0026\"\\\n\u0001\u2028é""#
+    );
+    assert_eq!(
+        HashInput::Strings(vec!["MI300X".into()]).go_json(),
+        r#"["MI300X"]"#
+    );
+    assert_eq!(HashInput::Int(-4).go_json(), "-4");
+    let secret: k8s_openapi::api::core::v1::EnvVar = serde_json::from_value(serde_json::json!(
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"key": "token", "name": "hf"}}}
+    ))
+    .expect("env");
+    assert_eq!(
+        HashInput::Env(vec![secret]).go_json(),
+        r#"[{"name":"HF_TOKEN","valueFrom":{"secretKeyRef":{"name":"hf","key":"token"}}}]"#
+    );
+}
+
+#[test]
+fn label_values_follow_sanitize_label_value() {
+    assert_eq!(
+        aim_label_value("Qwen/Qwen3-32B").as_deref(),
+        Some("qwen_qwen3-32b")
+    );
+    assert_eq!(aim_label_value("a//b").as_deref(), Some("a_b"));
+    assert_eq!(aim_label_value("_x_").as_deref(), Some("x"));
+    assert_eq!(aim_label_value("///"), None);
+    let long = aim_label_value(&format!("{}-{}", "a".repeat(62), "b".repeat(10))).expect("v");
+    assert_eq!(long, "a".repeat(62));
+}
+
+#[test]
+fn image_parts_follow_extract_image_parts() {
+    let parts = |s: &str| image_name_and_tag(s).expect("parses");
+    assert_eq!(parts("nginx"), ("nginx".into(), "latest".into()));
+    assert_eq!(
+        parts("localhost:5000/my_image:Dev.1"),
+        ("my-image".into(), "dev-1".into())
+    );
+    assert_eq!(
+        parts("ghcr.io/a/b@sha256:abcdef0123"),
+        ("b".into(), "abcdef".into())
+    );
+    assert!(image_name_and_tag("a:").is_none());
+}

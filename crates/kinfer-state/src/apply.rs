@@ -1,0 +1,419 @@
+//! The apply step: list children, prepare desired objects, server-side apply, delete.
+//!
+//! Contract:
+//! - Children are listed per declared kind by the label selector of [`LabelScheme::selector`];
+//!   unowned (shared) objects are read by name when they are not among them.
+//! - [`prepare`] stamps `apiVersion`/`kind`, defaults the namespace to the parent's, applies
+//!   label propagation (also to a Job's pod template when the Job is created; an existing
+//!   Job's immutable template only keeps labels it already has), and sets a controller owner
+//!   reference. An owner reference is never set across namespaces nor from a namespaced parent
+//!   to a cluster-scoped child: the plan is rejected (InvalidSpec) instead.
+//! - Writes are server-side apply with the controller's one field manager and `force` (the
+//!   controller is the authority on the fields it sets); deletes use background propagation and
+//!   treat 404 as done. Every write goes through here and is counted by the engine.
+//! - One error enum for the step, each variant one category.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, DynamicObject};
+use serde_json::Value;
+
+use crate::category::{
+    Categorize, Direction, ErrorCategory, categorize_kube_error, kube_retry_after,
+};
+use crate::labels::{LabelPropagation, LabelScheme, propagate};
+use crate::pipeline::{ChildKind, Children, DesiredObject, ObjectKey};
+
+/// Errors of the apply step.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The plan asked for an owner reference across namespaces. Category: InvalidSpec.
+    #[error(
+        "{child}: an owner reference cannot cross from namespace {parent_namespace} to another namespace"
+    )]
+    OwnerAcrossNamespaces {
+        /// The child.
+        child: ObjectKey,
+        /// The parent's namespace.
+        parent_namespace: String,
+    },
+    /// The plan asked a namespaced parent to own a cluster-scoped child. Category: InvalidSpec.
+    #[error("{child}: a namespaced object cannot own a cluster-scoped one")]
+    OwnerOfClusterScoped {
+        /// The child.
+        child: ObjectKey,
+    },
+    /// A namespaced child of a cluster-scoped parent has no namespace. Category: InvalidSpec.
+    #[error("{child}: a namespaced child of a cluster-scoped parent needs a namespace")]
+    MissingNamespace {
+        /// The child.
+        child: ObjectKey,
+    },
+    /// A desired object has no name. Category: InvalidSpec.
+    #[error("a desired {kind} has no name")]
+    MissingName {
+        /// The kind.
+        kind: String,
+    },
+    /// A desired object does not serialise. Category: InvalidSpec.
+    #[error("serialise {child}: {source}")]
+    SerializeChild {
+        /// The child.
+        child: ObjectKey,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Listing children failed. Category: by the API error (404: the kind is not installed).
+    #[error("list {kind} children: {source}")]
+    ListChildren {
+        /// The kind.
+        kind: String,
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// Reading a shared object failed. Category: by the API error.
+    #[error("get {child}: {source}")]
+    GetChild {
+        /// The object.
+        child: ObjectKey,
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// Server-side apply failed. Category: by the API error (404: namespace or kind missing).
+    #[error("apply {child}: {source}")]
+    ApplyChild {
+        /// The child.
+        child: ObjectKey,
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// Deleting failed. Category: by the API error.
+    #[error("delete {child}: {source}")]
+    DeleteChild {
+        /// The child.
+        child: ObjectKey,
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// Patching status failed. Category: by the API error.
+    #[error("patch status: {source}")]
+    PatchStatus {
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+}
+
+impl ApplyError {
+    fn kube(&self) -> Option<&kube::Error> {
+        match self {
+            Self::ListChildren { source, .. }
+            | Self::GetChild { source, .. }
+            | Self::ApplyChild { source, .. }
+            | Self::DeleteChild { source, .. }
+            | Self::PatchStatus { source } => Some(&**source),
+            _ => None,
+        }
+    }
+}
+
+impl Categorize for ApplyError {
+    fn category(&self) -> ErrorCategory {
+        match self.kube() {
+            // Everything we touch here must exist for us to proceed: a 404 is upstream.
+            Some(e) => categorize_kube_error(e, Direction::Upstream),
+            None => ErrorCategory::InvalidSpec,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        self.kube().and_then(kube_retry_after)
+    }
+}
+
+/// The reconciled object, as children see it.
+#[derive(Debug, Clone)]
+pub struct ParentRef {
+    /// apiVersion.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace (`None` when cluster-scoped).
+    pub namespace: Option<String>,
+    /// UID.
+    pub uid: String,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl ParentRef {
+    /// The controller owner reference pointing at this parent.
+    pub fn owner_reference(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }
+    }
+
+    fn owns(&self, obj: &DynamicObject) -> bool {
+        obj.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == self.uid && o.controller == Some(true))
+    }
+}
+
+fn api(client: &Client, kind: &ChildKind, namespace: Option<&str>) -> Api<DynamicObject> {
+    match namespace {
+        Some(ns) if kind.namespaced => Api::namespaced_with(client.clone(), ns, &kind.resource),
+        _ => Api::all_with(client.clone(), &kind.resource),
+    }
+}
+
+/// List the children of `parent` of every kind, by label.
+pub async fn list_children(
+    client: &Client,
+    kinds: &[ChildKind],
+    parent: &ParentRef,
+    scheme: &LabelScheme,
+) -> (Children, Vec<ApplyError>) {
+    let mut children = Children::default();
+    let mut errors = Vec::new();
+    let lp = ListParams::default().labels(&scheme.selector(&parent.name));
+    for kind in kinds {
+        match api(client, kind, parent.namespace.as_deref())
+            .list(&lp)
+            .await
+        {
+            Ok(list) => {
+                for obj in list.items {
+                    children.insert(ObjectKey::of(&kind.resource, &obj), obj);
+                }
+            }
+            Err(source) => {
+                let e = ApplyError::ListChildren {
+                    kind: kind.resource.kind.clone(),
+                    source: Box::new(source),
+                };
+                children.list_failed(kind, crate::category::CategorizedError::from_error(&e));
+                errors.push(e);
+            }
+        }
+    }
+    (children, errors)
+}
+
+/// The children `parent` controls that are not in `keep`: orphans to delete.
+pub fn orphans<'a>(
+    children: &'a Children,
+    kinds: &'a [ChildKind],
+    parent: &'a ParentRef,
+    keep: &'a [ObjectKey],
+) -> impl Iterator<Item = (ChildKind, ObjectKey)> + 'a {
+    children.iter().filter_map(move |(key, obj)| {
+        if keep.contains(key) || !parent.owns(obj) {
+            return None;
+        }
+        let kind = kinds
+            .iter()
+            .find(|k| k.resource.kind == key.kind && k.resource.group == key.group)?;
+        Some((kind.clone(), key.clone()))
+    })
+}
+
+/// Finalise a desired object; see the module contract. Returns its key and the apply body.
+pub fn prepare(
+    desired: &DesiredObject,
+    with_owner: bool,
+    parent: &ParentRef,
+    scheme: &LabelScheme,
+    propagation: &LabelPropagation,
+    observed: Option<&DynamicObject>,
+) -> Result<(ObjectKey, Value), ApplyError> {
+    let kind = &desired.kind;
+    let mut obj = desired.object.clone();
+    let Some(name) = obj.metadata.name.clone() else {
+        return Err(ApplyError::MissingName {
+            kind: kind.resource.kind.clone(),
+        });
+    };
+    if kind.namespaced {
+        if obj.metadata.namespace.is_none() {
+            obj.metadata.namespace.clone_from(&parent.namespace);
+        }
+    } else {
+        obj.metadata.namespace = None;
+    }
+    let key = ObjectKey {
+        kind: kind.resource.kind.clone(),
+        group: kind.resource.group.clone(),
+        namespace: obj.metadata.namespace.clone(),
+        name,
+    };
+    if kind.namespaced && key.namespace.is_none() {
+        return Err(ApplyError::MissingNamespace { child: key });
+    }
+    if with_owner {
+        if let Some(pns) = &parent.namespace {
+            if !kind.namespaced {
+                return Err(ApplyError::OwnerOfClusterScoped { child: key });
+            }
+            if key.namespace.as_ref() != Some(pns) {
+                return Err(ApplyError::OwnerAcrossNamespaces {
+                    child: key,
+                    parent_namespace: pns.clone(),
+                });
+            }
+        }
+        let refs = obj.metadata.owner_references.get_or_insert_with(Vec::new);
+        refs.retain(|r| r.uid != parent.uid && r.controller != Some(true));
+        refs.push(parent.owner_reference());
+    }
+    let builder_labels = obj.metadata.labels.clone().unwrap_or_default();
+    let labels = propagate(
+        scheme,
+        &parent.name,
+        &parent.labels,
+        propagation,
+        &builder_labels,
+        observed.and_then(|o| o.metadata.labels.as_ref()),
+    );
+    let added: BTreeMap<String, String> = labels
+        .iter()
+        .filter(|(k, _)| !builder_labels.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    obj.metadata.labels = Some(labels);
+    obj.types = Some(kube::core::TypeMeta {
+        api_version: kind.resource.api_version.clone(),
+        kind: kind.resource.kind.clone(),
+    });
+    let mut body = serde_json::to_value(&obj).map_err(|source| ApplyError::SerializeChild {
+        child: key.clone(),
+        source,
+    })?;
+    if kind.resource.group == "batch" && kind.resource.kind == "Job" {
+        job_template_labels(&mut body, &added, observed);
+    }
+    Ok((key, body))
+}
+
+/// Propagated labels on a Job's pod template: all of them at creation; for an existing Job
+/// (immutable template) only those the live template already carries with the same value.
+fn job_template_labels(
+    body: &mut Value,
+    added: &BTreeMap<String, String>,
+    observed: Option<&DynamicObject>,
+) {
+    let live = observed.map(|o| &o.data["spec"]["template"]["metadata"]["labels"]);
+    let Some(template) = body.pointer_mut("/spec/template") else {
+        return;
+    };
+    let Some(t) = template.as_object_mut() else {
+        return;
+    };
+    let meta = t
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    let labels = meta
+        .entry("labels")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(labels) = labels.as_object_mut() else {
+        return;
+    };
+    for (k, v) in added {
+        let allowed = live.is_none_or(|l| l.get(k).and_then(Value::as_str) == Some(v.as_str()));
+        if allowed && !labels.contains_key(k) {
+            labels.insert(k.clone(), Value::String(v.clone()));
+        }
+    }
+}
+
+/// Read an object by key (shared objects not found by label).
+pub async fn get(
+    client: &Client,
+    kind: &ChildKind,
+    key: &ObjectKey,
+) -> Result<Option<DynamicObject>, ApplyError> {
+    api(client, kind, key.namespace.as_deref())
+        .get_opt(&key.name)
+        .await
+        .map_err(|source| ApplyError::GetChild {
+            child: key.clone(),
+            source: Box::new(source),
+        })
+}
+
+/// Server-side apply `body` as `manager`.
+pub async fn apply(
+    client: &Client,
+    kind: &ChildKind,
+    key: &ObjectKey,
+    body: &Value,
+    manager: &str,
+) -> Result<(), ApplyError> {
+    let pp = PatchParams::apply(manager).force();
+    api(client, kind, key.namespace.as_deref())
+        .patch(&key.name, &pp, &Patch::Apply(body))
+        .await
+        .map(|_| ())
+        .map_err(|source| ApplyError::ApplyChild {
+            child: key.clone(),
+            source: Box::new(source),
+        })
+}
+
+/// Delete with background propagation; a 404 is success. Returns true when a delete was sent
+/// and accepted.
+pub async fn delete(
+    client: &Client,
+    kind: &ChildKind,
+    key: &ObjectKey,
+) -> Result<bool, ApplyError> {
+    match api(client, kind, key.namespace.as_deref())
+        .delete(&key.name, &DeleteParams::background())
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
+        Err(source) => Err(ApplyError::DeleteChild {
+            child: key.clone(),
+            source: Box::new(source),
+        }),
+    }
+}
+
+/// The resource of the parent kind, for status patches.
+pub fn parent_api(
+    client: &Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    }
+}
+
+#[cfg(test)]
+#[path = "unit_tests/apply.rs"]
+mod tests;

@@ -1,0 +1,284 @@
+//! Prometheus metrics shared by every controller of a process.
+//!
+//! Contract: one [`Metrics`] per process, cloned (cheaply, `Arc` inside) into every engine.
+//! Label values are bounded: the controller name and the error category or write verb, never
+//! an object name or error text. Metrics:
+//! - `kinfer_reconciles_total{controller}`: reconciles run (paused skips excluded).
+//! - `kinfer_reconcile_errors_total{controller,category}`: errors seen, by category.
+//! - `kinfer_reconcile_duration_seconds{controller}`: reconcile wall time.
+//! - `kinfer_reconcile_queue_wait_seconds{controller}`: from the watch event to reconcile start.
+//! - `kinfer_writes_total{controller,verb}`: API writes (`apply`, `delete`, `status`, `event`),
+//!   so a steady-state resync can be checked to write nothing.
+//! - `kinfer_paused_total{controller}`: reconciles skipped for the paused annotation.
+//! - `kinfer_invalid_objects_total{controller}`: objects that did not deserialise.
+
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::category::ErrorCategory;
+
+/// `{controller}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ControllerLabel {
+    /// The controller name.
+    pub controller: String,
+}
+
+/// `{controller, category}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct CategoryLabels {
+    /// The controller name.
+    pub controller: String,
+    /// The [`ErrorCategory`] name.
+    pub category: String,
+}
+
+/// `{controller, verb}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct VerbLabels {
+    /// The controller name.
+    pub controller: String,
+    /// `apply`, `delete`, `status` or `event`.
+    pub verb: String,
+}
+
+/// A write the engine performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteVerb {
+    /// A server-side apply of a child.
+    Apply,
+    /// A delete of a child.
+    Delete,
+    /// A status patch.
+    Status,
+    /// An event.
+    Event,
+}
+
+impl WriteVerb {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Apply => "apply",
+            Self::Delete => "delete",
+            Self::Status => "status",
+            Self::Event => "event",
+        }
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 14))
+}
+
+#[derive(Debug)]
+struct Inner {
+    registry: Mutex<Registry>,
+    reconciles: Family<ControllerLabel, Counter>,
+    errors: Family<CategoryLabels, Counter>,
+    duration: Family<ControllerLabel, Histogram, fn() -> Histogram>,
+    queue_wait: Family<ControllerLabel, Histogram, fn() -> Histogram>,
+    writes: Family<VerbLabels, Counter>,
+    paused: Family<ControllerLabel, Counter>,
+    invalid: Family<ControllerLabel, Counter>,
+}
+
+/// The process-wide metrics; see the module contract.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every kinfer metric registered.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("kinfer");
+        let reconciles = Family::<ControllerLabel, Counter>::default();
+        let errors = Family::<CategoryLabels, Counter>::default();
+        let duration =
+            Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+                duration_histogram,
+            );
+        let queue_wait =
+            Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+                duration_histogram,
+            );
+        let writes = Family::<VerbLabels, Counter>::default();
+        let paused = Family::<ControllerLabel, Counter>::default();
+        let invalid = Family::<ControllerLabel, Counter>::default();
+        registry.register("reconciles", "Reconciles run", reconciles.clone());
+        registry.register(
+            "reconcile_errors",
+            "Reconcile errors by category",
+            errors.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Reconcile wall time",
+            duration.clone(),
+        );
+        registry.register(
+            "reconcile_queue_wait_seconds",
+            "Time from the watch event to the reconcile start",
+            queue_wait.clone(),
+        );
+        registry.register("writes", "API writes by verb", writes.clone());
+        registry.register(
+            "paused",
+            "Reconciles skipped for the paused annotation",
+            paused.clone(),
+        );
+        registry.register(
+            "invalid_objects",
+            "Objects that failed to deserialise",
+            invalid.clone(),
+        );
+        Self {
+            inner: Arc::new(Inner {
+                registry: Mutex::new(registry),
+                reconciles,
+                errors,
+                duration,
+                queue_wait,
+                writes,
+                paused,
+                invalid,
+            }),
+        }
+    }
+
+    /// The metrics in the OpenMetrics text format (for `/metrics`).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let registry = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+
+    /// Register more metrics (an operator's own) in the same registry.
+    pub fn with_registry<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
+        let mut registry = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut registry)
+    }
+
+    fn c(controller: &str) -> ControllerLabel {
+        ControllerLabel {
+            controller: controller.to_owned(),
+        }
+    }
+
+    /// Count a reconcile and its duration.
+    pub fn reconciled(&self, controller: &str, seconds: f64) {
+        self.inner
+            .reconciles
+            .get_or_create(&Self::c(controller))
+            .inc();
+        self.inner
+            .duration
+            .get_or_create(&Self::c(controller))
+            .observe(seconds);
+    }
+
+    /// Count an error.
+    pub fn error(&self, controller: &str, category: ErrorCategory) {
+        let l = CategoryLabels {
+            controller: controller.to_owned(),
+            category: category.as_str().to_owned(),
+        };
+        self.inner.errors.get_or_create(&l).inc();
+    }
+
+    /// Record queue wait.
+    pub fn queue_wait(&self, controller: &str, seconds: f64) {
+        self.inner
+            .queue_wait
+            .get_or_create(&Self::c(controller))
+            .observe(seconds);
+    }
+
+    /// Count a write.
+    pub fn write(&self, controller: &str, verb: WriteVerb) {
+        let l = VerbLabels {
+            controller: controller.to_owned(),
+            verb: verb.as_str().to_owned(),
+        };
+        self.inner.writes.get_or_create(&l).inc();
+    }
+
+    /// Count a paused skip.
+    pub fn paused(&self, controller: &str) {
+        self.inner.paused.get_or_create(&Self::c(controller)).inc();
+    }
+
+    /// Count an object that failed to deserialise.
+    pub fn invalid(&self, controller: &str) {
+        self.inner.invalid.get_or_create(&Self::c(controller)).inc();
+    }
+
+    /// Writes of `verb` by `controller` so far (for tests and benchmarks).
+    pub fn writes(&self, controller: &str, verb: WriteVerb) -> u64 {
+        let l = VerbLabels {
+            controller: controller.to_owned(),
+            verb: verb.as_str().to_owned(),
+        };
+        self.inner.writes.get_or_create(&l).get()
+    }
+
+    /// Errors of `category` seen by `controller` so far.
+    pub fn errors(&self, controller: &str, category: ErrorCategory) -> u64 {
+        let l = CategoryLabels {
+            controller: controller.to_owned(),
+            category: category.as_str().to_owned(),
+        };
+        self.inner.errors.get_or_create(&l).get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_bounded_labels() {
+        let m = Metrics::new();
+        m.reconciled("svc", 0.01);
+        m.error("svc", ErrorCategory::Infrastructure);
+        m.write("svc", WriteVerb::Apply);
+        let text = m.encode();
+        assert!(
+            text.contains("kinfer_reconciles_total{controller=\"svc\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "kinfer_reconcile_errors_total{controller=\"svc\",category=\"Infrastructure\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("kinfer_writes_total{controller=\"svc\",verb=\"apply\"} 1"),
+            "{text}"
+        );
+        assert_eq!(m.writes("svc", WriteVerb::Apply), 1);
+        assert_eq!(m.writes("svc", WriteVerb::Delete), 0);
+    }
+}

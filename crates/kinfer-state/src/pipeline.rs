@@ -1,0 +1,345 @@
+//! The pipeline a controller implements: fetch -> compose -> plan (+ status).
+//!
+//! Contract:
+//! - **fetch** reads everything the object depends on, given the children the engine listed;
+//!   errors are captured per item (as [`FetchResult`]s in `Fetched`),
+//!   never returned early. It may use the client; it must not write.
+//! - **compose** turns what was fetched into an [`Observation`]: the controller's own state
+//!   plus one [`ComponentHealth`] per dependency. No client, no clock.
+//! - **plan** is pure: object + observation to a [`PlanResult`] (objects to apply with or
+//!   without a controller owner reference, objects to delete, requeue-after). No client, no
+//!   clock, no randomness. It is only called when no user-fixable or infrastructure error is
+//!   present.
+//! - **status** builds the kind's status JSON from the derived overall status and conditions;
+//!   **decorate** may add domain conditions first. Both pure.
+//! - The engine owns everything else: listing children, labels, owner references, apply order,
+//!   diffing, deletion, status patching, events, metrics, backoff.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::core::{ApiResource, DynamicObject};
+use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::category::{Categorize, CategorizedError};
+use crate::condition::ConditionSet;
+use crate::health::ComponentHealth;
+use crate::health::FetchResult;
+use crate::labels::LabelPropagation;
+use crate::status::OverallStatus;
+
+/// Whether a k8s-openapi scope marker is namespaced.
+pub trait ScopeKind {
+    /// True for `NamespaceResourceScope`.
+    const NAMESPACED: bool;
+}
+
+impl ScopeKind for k8s_openapi::NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl ScopeKind for k8s_openapi::ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// A kind of child the controller creates, listed by label every reconcile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildKind {
+    /// Group, version, kind, plural.
+    pub resource: ApiResource,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+}
+
+impl ChildKind {
+    /// The child kind of a typed resource.
+    pub fn of<K>() -> Self
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: ScopeKind,
+    {
+        Self {
+            resource: ApiResource::erase::<K>(&()),
+            namespaced: <K::Scope as ScopeKind>::NAMESPACED,
+        }
+    }
+}
+
+/// Identifies an object; orders by kind, group, namespace, name (the apply order).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Kind.
+    pub kind: String,
+    /// API group (empty for core).
+    pub group: String,
+    /// Namespace (`None` for cluster-scoped).
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `obj` of kind `resource`.
+    pub fn of(resource: &ApiResource, obj: &DynamicObject) -> Self {
+        Self {
+            kind: resource.kind.clone(),
+            group: resource.group.clone(),
+            namespace: obj.metadata.namespace.clone(),
+            name: obj.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{ns}/{}", self.kind, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// An object the plan wants to exist.
+#[derive(Debug, Clone)]
+pub struct DesiredObject {
+    /// Its kind.
+    pub kind: ChildKind,
+    /// The object (name required; namespace defaults to the parent's for namespaced kinds).
+    pub object: DynamicObject,
+}
+
+/// Errors of turning a typed object into a [`DesiredObject`].
+#[derive(Debug, thiserror::Error)]
+pub enum DesiredError {
+    /// The object does not serialise. Category: InvalidSpec.
+    #[error("serialise desired {kind}: {source}")]
+    SerializeDesired {
+        /// The kind.
+        kind: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Categorize for DesiredError {
+    fn category(&self) -> crate::ErrorCategory {
+        crate::ErrorCategory::InvalidSpec
+    }
+}
+
+impl DesiredObject {
+    /// A desired object from a typed value.
+    pub fn from_typed<K>(obj: &K) -> Result<Self, DesiredError>
+    where
+        K: Resource<DynamicType = ()> + Serialize,
+        K::Scope: ScopeKind,
+    {
+        let kind = ChildKind::of::<K>();
+        let mut value =
+            serde_json::to_value(obj).map_err(|source| DesiredError::SerializeDesired {
+                kind: kind.resource.kind.clone(),
+                source,
+            })?;
+        if let Some(m) = value.as_object_mut() {
+            m.insert(
+                "apiVersion".into(),
+                kind.resource.api_version.clone().into(),
+            );
+            m.insert("kind".into(), kind.resource.kind.clone().into());
+        }
+        let object =
+            serde_json::from_value(value).map_err(|source| DesiredError::SerializeDesired {
+                kind: kind.resource.kind.clone(),
+                source,
+            })?;
+        Ok(Self { kind, object })
+    }
+
+    /// A desired object of a kind given at runtime (third-party kinds without Rust types).
+    pub fn dynamic(kind: ChildKind, object: DynamicObject) -> Self {
+        Self { kind, object }
+    }
+}
+
+/// What the plan step decided.
+#[derive(Debug, Clone, Default)]
+pub struct PlanResult {
+    /// Children to apply with a controller owner reference (garbage-collected with the parent,
+    /// deleted as orphans when no longer planned).
+    pub apply: Vec<DesiredObject>,
+    /// Shared objects to apply without an owner reference (never deleted as orphans).
+    pub apply_without_owner: Vec<DesiredObject>,
+    /// Objects to delete explicitly (beyond orphans the engine finds itself).
+    pub delete: Vec<(ChildKind, ObjectKey)>,
+    /// Reconcile again after this long even if nothing changes.
+    pub requeue_after: Option<Duration>,
+}
+
+/// The children of one parent found by label, keyed by [`ObjectKey`].
+#[derive(Debug, Clone, Default)]
+pub struct Children {
+    objects: BTreeMap<ObjectKey, DynamicObject>,
+    /// Kinds (kind, group) whose listing failed, with the error.
+    failed: BTreeMap<(String, String), CategorizedError>,
+}
+
+impl Children {
+    /// Record that listing `kind` failed: lookups of that kind answer with the error.
+    pub fn list_failed(&mut self, kind: &ChildKind, error: CategorizedError) {
+        self.failed.insert(
+            (kind.resource.kind.clone(), kind.resource.group.clone()),
+            error,
+        );
+    }
+
+    /// A typed child as a fetch result: the listing error if its kind could not be listed,
+    /// `Ok(None)` if absent. Feed it to [`crate::downstream`].
+    pub fn fetch<K>(&self, namespace: Option<&str>, name: &str) -> FetchResult<K, CategorizedError>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let kind = (K::kind(&()).into_owned(), K::group(&()).into_owned());
+        if let Some(e) = self.failed.get(&kind) {
+            return Err(e.clone());
+        }
+        Ok(self.typed(namespace, name))
+    }
+
+    /// Add a listed object.
+    pub fn insert(&mut self, key: ObjectKey, obj: DynamicObject) {
+        self.objects.insert(key, obj);
+    }
+
+    /// A child by key.
+    pub fn get(&self, key: &ObjectKey) -> Option<&DynamicObject> {
+        self.objects.get(key)
+    }
+
+    /// A typed child by namespace and name (`None` if absent or not of that type).
+    pub fn typed<K>(&self, namespace: Option<&str>, name: &str) -> Option<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let key = ObjectKey {
+            kind: K::kind(&()).into_owned(),
+            group: K::group(&()).into_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        };
+        let obj = self.objects.get(&key)?;
+        serde_json::to_value(obj)
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok())
+    }
+
+    /// Every child.
+    pub fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &DynamicObject)> {
+        self.objects.iter()
+    }
+
+    /// Number of children.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
+
+/// What compose produced.
+#[derive(Debug, Clone)]
+pub struct Observation<S> {
+    /// The controller's own view (resolved references, fetched objects).
+    pub state: S,
+    /// One health per dependency, in display order.
+    pub components: Vec<ComponentHealth>,
+    /// User labels to propagate to children (from the runtime config).
+    pub labels: LabelPropagation,
+    /// The object depends on Secrets or state outside the cluster (registries, hubs): user-fixable
+    /// errors are rechecked on a slow timer, since no watch event announces the fix.
+    pub external: bool,
+}
+
+impl<S> Observation<S> {
+    /// An observation with no components, no propagation and no external dependencies.
+    pub fn new(state: S) -> Self {
+        Self {
+            state,
+            components: Vec::new(),
+            labels: LabelPropagation::default(),
+            external: false,
+        }
+    }
+}
+
+/// A controller's reconcile steps; see the module contract.
+pub trait Pipeline: Send + Sync + 'static {
+    /// The reconciled kind.
+    type Object: Resource<DynamicType = ()>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static;
+    /// What fetch returns (per-item results).
+    type Fetched: Send;
+    /// The controller's composed state.
+    type State: Send + Sync;
+    /// The plan step's error.
+    type PlanError: Categorize + Send + Sync + 'static;
+
+    /// The kinds of children this controller creates.
+    fn child_kinds(&self) -> Vec<ChildKind>;
+
+    /// Read every dependency; never fail as a whole.
+    fn fetch(
+        &self,
+        client: &Client,
+        object: &Self::Object,
+        children: &Children,
+    ) -> impl Future<Output = Self::Fetched> + Send;
+
+    /// Turn what was fetched into an observation.
+    fn compose(
+        &self,
+        object: &Self::Object,
+        children: &Children,
+        fetched: Self::Fetched,
+    ) -> Observation<Self::State>;
+
+    /// Decide what should exist. Pure.
+    fn plan(
+        &self,
+        object: &Self::Object,
+        observation: &Observation<Self::State>,
+    ) -> Result<PlanResult, Self::PlanError>;
+
+    /// Add domain conditions (e.g. `Discovered`) before the conditions are finalised.
+    fn decorate(
+        &self,
+        _object: &Self::Object,
+        _observation: &Observation<Self::State>,
+        _conditions: &mut ConditionSet,
+    ) {
+    }
+
+    /// The full status to write, from the overall status and conditions (set
+    /// `observedGeneration` from the object). Pure.
+    fn status(
+        &self,
+        object: &Self::Object,
+        observation: &Observation<Self::State>,
+        status: OverallStatus,
+        conditions: Vec<Condition>,
+    ) -> serde_json::Value;
+}
