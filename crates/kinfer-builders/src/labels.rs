@@ -11,22 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::naming::sanitize_label_value;
 
-/// `app.kubernetes.io/name`: the application (`modelservice`, `aim-service`, `epp`, ...).
-pub const NAME: &str = "app.kubernetes.io/name";
-/// `app.kubernetes.io/instance`: the parent object's name.
-pub const INSTANCE: &str = "app.kubernetes.io/instance";
-/// `app.kubernetes.io/component`: the part of the application (`decode`, `epp`, ...).
-pub const COMPONENT: &str = "app.kubernetes.io/component";
-/// `app.kubernetes.io/managed-by`: the operator.
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-/// `kinfer.dev/track`: `stable` or `canary` on canary-split workloads.
-pub const TRACK: &str = "kinfer.dev/track";
-/// `app.kubernetes.io/part-of`.
-pub const PART_OF: &str = "app.kubernetes.io/part-of";
-/// `kinfer.dev/managed-by`: the kinfer operator, on the metadata (never selectors or pod
-/// templates) of objects whose `app.kubernetes.io/managed-by` keeps the upstream operator's
-/// value for adoption.
-pub const KINFER_MANAGED_BY: &str = "kinfer.dev/managed-by";
+// The keys are defined once, in kinfer-api (the reconcile engine selects on
+// `KINFER_MANAGED_BY` too).
+pub use kinfer_api::labels::{
+    COMPONENT, INSTANCE, KINFER_MANAGED_BY, MANAGED_BY, NAME, PART_OF, TRACK,
+};
 
 /// otterscale model-operator's label sets (`../shared/reference/modelservice/NOTES.md`
 /// section b, "Labels used"), reproduced exactly because they are in immutable Deployment

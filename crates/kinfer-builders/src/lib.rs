@@ -9,7 +9,8 @@
 //!   security context; [`env`](mod@env): env merging; [`resources`]: accelerator resources.
 //! - One module per target: [`kserve`], [`gateway`], [`inference_pool`], [`epp`],
 //!   [`deployment`], [`autoscaling`], [`service`], [`istio`], [`monitoring`],
-//!   [`discovery_job`].
+//!   [`discovery_job`], [`gateway_weighted`] (weighted canary routes), [`zerfoo`] (the
+//!   ZerfooInferenceService children).
 //!
 //! Builders set names, namespaces, labels and annotations; owner references are the reconcile
 //! pipeline's business.
@@ -33,9 +34,11 @@ pub mod deployment;
 pub mod discovery_job;
 pub mod epp;
 pub mod gateway;
+pub mod gateway_weighted;
 pub mod inference_pool;
 pub mod istio;
 pub mod kserve;
 pub mod monitoring;
 pub mod pod;
 pub mod service;
+pub mod zerfoo;

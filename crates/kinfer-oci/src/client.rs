@@ -104,8 +104,21 @@ impl std::fmt::Debug for ClientPool {
     }
 }
 
+/// Installs ring as rustls's process-wide crypto provider unless one is installed already.
+///
+/// reqwest and oci-client are built without a provider of their own (the workspace keeps a
+/// single TLS provider, the ring one kube uses) and read the process default when a client is
+/// built. Installing is idempotent: a second call, or a provider installed by the binary, wins.
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err means another thread installed one first, which is just as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 impl ClientPool {
     pub fn new(transport: Transport) -> Self {
+        ensure_crypto_provider();
         Self {
             transport,
             clients: Mutex::new(Lru::new(MAX_CLIENTS)),

@@ -16,6 +16,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use kinfer_api::error::error_chain;
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 
 use crate::reference::ReferenceError;
@@ -343,17 +344,6 @@ fn truncate(s: &str) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

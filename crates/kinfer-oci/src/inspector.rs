@@ -160,6 +160,7 @@ impl Inspector {
 
     /// An inspector on the given clock (tests move a [`crate::ManualClock`] past the TTL).
     pub fn with_clock(config: InspectorConfig, clock: Arc<dyn Clock>) -> Result<Self, OciError> {
+        crate::client::ensure_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.read_timeout)

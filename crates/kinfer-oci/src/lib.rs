@@ -62,6 +62,7 @@ pub use auth::{
     Credentials, DOCKER_CFG, DOCKER_CONFIG_JSON, PullSecret, credential_candidates, credentials_for,
 };
 pub use cache::{Clock, ManualClock, SystemClock};
+pub use client::ensure_crypto_provider;
 pub use error::{OciError, OciErrorCategory};
 pub use inspector::{CachedEntries, InspectedImage, Inspector, InspectorConfig, MAX_LABEL_BYTES};
 pub use kinfer_api::aim::ImageMetadata;

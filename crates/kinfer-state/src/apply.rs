@@ -1,16 +1,24 @@
 //! The apply step: list children, prepare desired objects, server-side apply, delete.
 //!
 //! Contract:
-//! - Children are listed per declared kind by the label selector of [`LabelScheme::selector`];
-//!   unowned (shared) objects are read by name when they are not among them.
+//! - Children are listed per declared kind by the label selector of [`LabelScheme::selector`],
+//!   all kinds concurrently, or served from a [`ChildStore`] when the operator provides one;
+//!   unowned (shared) objects and planned objects that are not among them are read by name.
+//!   A kind the cluster does not serve (404 on the list) is recorded for that kind only
+//!   (`KindNotInstalled`, rechecked slowly); the engine's own 401/403 are Infrastructure
+//!   (`ControllerForbidden`: the controller's RBAC, not something the object's owner can fix).
 //! - [`prepare`] stamps `apiVersion`/`kind`, defaults the namespace to the parent's, applies
 //!   label propagation (also to a Job's pod template when the Job is created; an existing
 //!   Job's immutable template only keeps labels it already has), and sets a controller owner
 //!   reference. An owner reference is never set across namespaces nor from a namespaced parent
 //!   to a cluster-scoped child: the plan is rejected (InvalidSpec) instead.
 //! - Writes are server-side apply with the controller's one field manager and `force` (the
-//!   controller is the authority on the fields it sets); deletes use background propagation and
-//!   treat 404 as done. Every write goes through here and is counted by the engine.
+//!   controller is the authority on the fields it sets, on objects that are its own: the engine
+//!   refuses to apply over a live object of the same name that is not, [`ApplyError::NameTaken`],
+//!   unless the pipeline declares it adoptable). Shared objects get the managed-by marker only.
+//!   Deletes carry the listed UID as precondition, use background propagation and treat 404 and
+//!   409 (the object was replaced) as done. Every write goes through here and is counted by the
+//!   engine.
 //! - One error enum for the step, each variant one category.
 
 use std::collections::BTreeMap;
@@ -22,11 +30,16 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject};
 use serde_json::Value;
 
+use futures::future::join_all;
+use kube::api::Preconditions;
+
 use crate::category::{
-    Categorize, Direction, ErrorCategory, categorize_kube_error, kube_retry_after,
+    Categorize, CategorizedError, Direction, ErrorCategory, categorize_kube_error, kube_retry_after,
 };
-use crate::labels::{LabelPropagation, LabelScheme, propagate};
+use crate::condition::Reason;
+use crate::labels::{LabelPropagation, LabelScheme, propagate, propagate_shared};
 use crate::pipeline::{ChildKind, Children, DesiredObject, ObjectKey};
+use crate::store::ChildStore;
 
 /// Errors of the apply step.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +124,28 @@ pub enum ApplyError {
         #[source]
         source: Box<kube::Error>,
     },
+    /// Adding or removing the pipeline's finalizer failed. Category: by the API error.
+    #[error("patch finalizers: {source}")]
+    PatchFinalizers {
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// A live object with a planned child's name exists and is not ours (no controller owner
+    /// reference to the parent, none of our labels). Category: InvalidSpec (`NameTaken`).
+    #[error(
+        "{child} already exists and is not managed by this controller; rename it or delete it (the plan does not take over objects it does not own)"
+    )]
+    NameTaken {
+        /// The object.
+        child: ObjectKey,
+    },
+    /// The plan lists an object twice. Category: InvalidSpec.
+    #[error("the plan lists {child} more than once")]
+    DuplicateKey {
+        /// The object.
+        child: ObjectKey,
+    },
 }
 
 impl ApplyError {
@@ -120,18 +155,40 @@ impl ApplyError {
             | Self::GetChild { source, .. }
             | Self::ApplyChild { source, .. }
             | Self::DeleteChild { source, .. }
-            | Self::PatchStatus { source } => Some(&**source),
+            | Self::PatchStatus { source }
+            | Self::PatchFinalizers { source } => Some(&**source),
             _ => None,
         }
+    }
+
+    /// The API server refused the controller's own credentials (401/403 other than quota).
+    fn controller_forbidden(&self) -> bool {
+        self.kube()
+            .is_some_and(|e| categorize_kube_error(e, Direction::Upstream) == ErrorCategory::Auth)
     }
 }
 
 impl Categorize for ApplyError {
     fn category(&self) -> ErrorCategory {
+        if self.controller_forbidden() {
+            // The controller's RBAC, not the object's owner, must change: never a user-fixable
+            // wait (it would never recover), but an infrastructure retry.
+            return ErrorCategory::Infrastructure;
+        }
         match self.kube() {
             // Everything we touch here must exist for us to proceed: a 404 is upstream.
             Some(e) => categorize_kube_error(e, Direction::Upstream),
             None => ErrorCategory::InvalidSpec,
+        }
+    }
+
+    fn reason(&self) -> Reason {
+        if self.controller_forbidden() {
+            return Reason::custom("ControllerForbidden");
+        }
+        match self {
+            Self::NameTaken { .. } => Reason::custom("NameTaken"),
+            _ => self.category().reason(),
         }
     }
 
@@ -170,7 +227,8 @@ impl ParentRef {
         }
     }
 
-    fn owns(&self, obj: &DynamicObject) -> bool {
+    /// True when `obj` has a controller owner reference to this parent.
+    pub fn owns(&self, obj: &DynamicObject) -> bool {
         obj.metadata
             .owner_references
             .iter()
@@ -186,40 +244,98 @@ fn api(client: &Client, kind: &ChildKind, namespace: Option<&str>) -> Api<Dynami
     }
 }
 
-/// List the children of `parent` of every kind, by label.
+/// What listing the children found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The children, and per kind the listing error.
+    pub children: Children,
+    /// Listing errors that concern the whole object (the engine's own reads failed).
+    pub errors: Vec<ApplyError>,
+    /// Kinds the cluster does not serve (404 on the list): only their components degrade, and
+    /// nothing of those kinds is applied or deleted.
+    pub missing_kinds: Vec<ChildKind>,
+}
+
+/// List the children of `parent` of every kind, by label: from `store` for the kinds it holds,
+/// by concurrent LISTs for the others. `recheck` is how soon a kind the cluster does not serve
+/// is looked at again.
 pub async fn list_children(
     client: &Client,
     kinds: &[ChildKind],
     parent: &ParentRef,
     scheme: &LabelScheme,
-) -> (Children, Vec<ApplyError>) {
-    let mut children = Children::default();
-    let mut errors = Vec::new();
-    let lp = ListParams::default().labels(&scheme.selector(&parent.name));
+    store: Option<&dyn ChildStore>,
+    recheck: Duration,
+) -> Listing {
+    let mut listing = Listing::default();
+    let selector = scheme.selector(&parent.name);
+    let lp = ListParams::default().labels(&selector);
+    let mut to_list = Vec::new();
     for kind in kinds {
-        match api(client, kind, parent.namespace.as_deref())
-            .list(&lp)
-            .await
-        {
+        match store.and_then(|s| s.owned_by(kind, &parent.uid)) {
+            Some(objects) => {
+                for obj in objects {
+                    let in_scope = !kind.namespaced
+                        || parent.namespace.is_none()
+                        || obj.metadata.namespace == parent.namespace;
+                    if in_scope && scheme.is_child_of(obj.metadata.labels.as_ref(), &parent.name) {
+                        listing
+                            .children
+                            .insert(ObjectKey::of(&kind.resource, &obj), obj);
+                    }
+                }
+            }
+            None => to_list.push(kind),
+        }
+    }
+    let lists = join_all(to_list.iter().map(|kind| {
+        let api = api(client, kind, parent.namespace.as_deref());
+        let lp = lp.clone();
+        async move { api.list(&lp).await }
+    }))
+    .await;
+    for (kind, result) in to_list.into_iter().zip(lists) {
+        match result {
             Ok(list) => {
                 for obj in list.items {
-                    children.insert(ObjectKey::of(&kind.resource, &obj), obj);
+                    listing
+                        .children
+                        .insert(ObjectKey::of(&kind.resource, &obj), obj);
                 }
+            }
+            Err(kube::Error::Api(s)) if s.is_not_found() => {
+                let e = CategorizedError::new(
+                    ErrorCategory::Infrastructure,
+                    format!(
+                        "{} ({}) is not served by this cluster; install its CRD",
+                        kind.resource.kind, kind.resource.api_version
+                    ),
+                )
+                .with_reason(Reason::custom("KindNotInstalled"));
+                let e = CategorizedError {
+                    retry_after: Some(recheck),
+                    ..e
+                };
+                listing.children.list_failed(kind, e);
+                listing.missing_kinds.push(kind.clone());
             }
             Err(source) => {
                 let e = ApplyError::ListChildren {
                     kind: kind.resource.kind.clone(),
                     source: Box::new(source),
                 };
-                children.list_failed(kind, crate::category::CategorizedError::from_error(&e));
-                errors.push(e);
+                listing
+                    .children
+                    .list_failed(kind, CategorizedError::from_error(&e));
+                listing.errors.push(e);
             }
         }
     }
-    (children, errors)
+    listing
 }
 
-/// The children `parent` controls that are not in `keep`: orphans to delete.
+/// The children `parent` controls that are not in `keep`, of kinds that are pruned and not
+/// already terminating: orphans to delete.
 pub fn orphans<'a>(
     children: &'a Children,
     kinds: &'a [ChildKind],
@@ -227,13 +343,11 @@ pub fn orphans<'a>(
     keep: &'a [ObjectKey],
 ) -> impl Iterator<Item = (ChildKind, ObjectKey)> + 'a {
     children.iter().filter_map(move |(key, obj)| {
-        if keep.contains(key) || !parent.owns(obj) {
+        if keep.contains(key) || !parent.owns(obj) || obj.metadata.deletion_timestamp.is_some() {
             return None;
         }
-        let kind = kinds
-            .iter()
-            .find(|k| k.resource.kind == key.kind && k.resource.group == key.group)?;
-        Some((kind.clone(), key.clone()))
+        let kind = kinds.iter().find(|k| k.matches(key))?;
+        kind.prune.then(|| (kind.clone(), key.clone()))
     })
 }
 
@@ -286,14 +400,18 @@ pub fn prepare(
         refs.push(parent.owner_reference());
     }
     let builder_labels = obj.metadata.labels.clone().unwrap_or_default();
-    let labels = propagate(
-        scheme,
-        &parent.name,
-        &parent.labels,
-        propagation,
-        &builder_labels,
-        observed.and_then(|o| o.metadata.labels.as_ref()),
-    );
+    let labels = if with_owner {
+        propagate(
+            scheme,
+            &parent.name,
+            &parent.labels,
+            propagation,
+            &builder_labels,
+            observed.and_then(|o| o.metadata.labels.as_ref()),
+        )
+    } else {
+        propagate_shared(scheme, &builder_labels)
+    };
     let added: BTreeMap<String, String> = labels
         .iter()
         .filter(|(k, _)| !builder_labels.contains_key(*k))
@@ -382,19 +500,28 @@ pub async fn apply(
         })
 }
 
-/// Delete with background propagation; a 404 is success. Returns true when a delete was sent
-/// and accepted.
+/// Delete the object with UID `uid` with background propagation; a 404 (gone) or 409 (the
+/// name now belongs to another object: the precondition failed) is success. Returns true when
+/// a delete was accepted.
 pub async fn delete(
     client: &Client,
     kind: &ChildKind,
     key: &ObjectKey,
+    uid: Option<&str>,
 ) -> Result<bool, ApplyError> {
+    let mut dp = DeleteParams::background();
+    if let Some(uid) = uid {
+        dp.preconditions = Some(Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        });
+    }
     match api(client, kind, key.namespace.as_deref())
-        .delete(&key.name, &DeleteParams::background())
+        .delete(&key.name, &dp)
         .await
     {
         Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
+        Err(kube::Error::Api(s)) if s.is_not_found() || s.code == 409 => Ok(false),
         Err(source) => Err(ApplyError::DeleteChild {
             child: key.clone(),
             source: Box::new(source),

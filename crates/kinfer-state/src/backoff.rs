@@ -77,6 +77,32 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
             .remove(key);
     }
 
+    /// Forget `key` (its object was deleted).
+    pub fn forget(&self, key: &K) {
+        self.success(key);
+    }
+
+    /// Keep only the keys `keep` accepts (a sweep of objects no longer known).
+    pub fn retain(&self, mut keep: impl FnMut(&K) -> bool) {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|k, _| keep(k));
+    }
+
+    /// Number of keys with failures recorded.
+    pub fn len(&self) -> usize {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// True when no failures are recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Consecutive failures of `key` so far.
     pub fn failures(&self, key: &K) -> u32 {
         self.failures

@@ -162,21 +162,7 @@ impl fmt::Display for CategorizedError {
     }
 }
 
-/// `err` and its sources joined with ": ", skipping a source whose text the previous level
-/// already contains (thiserror messages often embed their source).
-pub fn error_chain<E: std::error::Error + ?Sized>(err: &E) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
-}
+pub use kinfer_api::error::error_chain;
 
 /// Categorise a Kubernetes client error; `direction` decides what a 404 means.
 ///

@@ -8,14 +8,71 @@
 //!   that exists updates it in place, a new one is appended.
 //! - `lastTransitionTime` moves only when `status` changes; a reason or message change updates
 //!   in place. Every condition written carries the object's `observedGeneration`.
-//! - Changes of status or reason are recorded as [`Transition`]s, the only thing events are
-//!   emitted for. Nothing here talks to the API server or reads a clock: "now" is passed in.
+//! - Changes of status or reason are recorded as [`Transition`]s (typed: the condition type and
+//!   reasons are enums), the only thing events are emitted for (the events module decides
+//!   which). Nothing here talks to the API server or reads a clock: "now" is passed in.
+//! - Messages are cut to the API's limit ([`MAX_MESSAGE_CHARS`]) with an ellipsis.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+
+/// The API server's limit on a condition message.
+pub const MAX_MESSAGE_CHARS: usize = 32768;
+
+/// Reasons that describe an error state (besides the built-in error variants): the ones the
+/// engine, its inspectors and the registry categorisation produce. A condition that is not
+/// True with one of these is "in error"; events fire on transitions into and out of it.
+const ERROR_REASONS: [&str; 34] = [
+    "InvalidSpec",
+    "ReferenceNotFound",
+    "AuthError",
+    "InfrastructureError",
+    "ResourceExhausted",
+    "Degraded",
+    "Failed",
+    "NotAvailable",
+    "ControllerForbidden",
+    "KindNotInstalled",
+    "NameTaken",
+    "ChildUndecodable",
+    "ImagePullAuthFailure",
+    "ImageNotFound",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CrashLoopBackOff",
+    "OOMKilled",
+    "Evicted",
+    "StorageFull",
+    "SourceAuthFailure",
+    "SourceNotFound",
+    "Forbidden",
+    "PodFailed",
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "ProgressDeadlineExceeded",
+    "QuotaExceeded",
+    "ClaimLost",
+    "ImageAuthFailure",
+    "RegistryUnavailable",
+    "InvalidImage",
+    "RefNotPermitted",
+];
+
+/// `message` cut to [`MAX_MESSAGE_CHARS`] characters, the last one an ellipsis.
+pub fn truncate_message(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS - 1) {
+        Some((cut, _)) if message[cut..].chars().nth(1).is_some() => {
+            let mut out = message[..cut].to_owned();
+            out.push('…');
+            out
+        }
+        _ => message,
+    }
+}
 
 /// A condition's `status` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,6 +134,19 @@ pub enum ConditionType {
 }
 
 impl ConditionType {
+    /// The type of a condition read back from the API: the framework spellings parse to their
+    /// variants; anything else is a domain condition (a `<C>Ready` of ours cannot be told from
+    /// a domain type by its spelling alone, so it is `Domain` too).
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "ConfigValid" => Self::ConfigValid,
+            "AuthValid" => Self::AuthValid,
+            "DependenciesReachable" => Self::DependenciesReachable,
+            "Ready" => Self::Ready,
+            other => Self::Domain(Cow::Owned(other.to_owned())),
+        }
+    }
+
     /// The `<component>Ready` condition type.
     pub fn component(component: impl Into<Cow<'static, str>>) -> Self {
         Self::ComponentReady(component.into())
@@ -168,6 +238,38 @@ impl Reason {
         Self::Custom(Cow::Owned(cleaned))
     }
 
+    /// A reason read back from the API: a built-in spelling parses to its variant, anything
+    /// else is [`Reason::custom`].
+    pub fn parse(s: &str) -> Self {
+        const BUILT_IN: [Reason; 16] = [
+            Reason::ConfigurationValid,
+            Reason::InvalidSpec,
+            Reason::ReferenceNotFound,
+            Reason::AuthenticationValid,
+            Reason::AuthError,
+            Reason::Reachable,
+            Reason::InfrastructureError,
+            Reason::ResourceExhausted,
+            Reason::ResourceNotReady,
+            Reason::AllComponentsReady,
+            Reason::Progressing,
+            Reason::Pending,
+            Reason::ComponentReady,
+            Reason::NotAvailable,
+            Reason::Degraded,
+            Reason::Failed,
+        ];
+        BUILT_IN
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .unwrap_or_else(|| Self::custom(s.to_owned()))
+    }
+
+    /// True for reasons that describe an error state (see `ERROR_REASONS`).
+    pub fn is_error(&self) -> bool {
+        ERROR_REASONS.contains(&self.as_str())
+    }
+
     /// The wire spelling.
     pub fn as_str(&self) -> &str {
         match self {
@@ -201,14 +303,14 @@ impl fmt::Display for Reason {
 /// A change of a condition's status or reason, recorded by [`ConditionSet::set`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transition {
-    /// The condition type (wire spelling).
-    pub type_: String,
+    /// The condition type.
+    pub type_: ConditionType,
     /// Status and reason before; `None` for a condition that did not exist.
-    pub from: Option<(ConditionStatus, String)>,
+    pub from: Option<(ConditionStatus, Reason)>,
     /// The new status.
     pub status: ConditionStatus,
     /// The new reason.
-    pub reason: String,
+    pub reason: Reason,
     /// The new message.
     pub message: String,
 }
@@ -217,6 +319,18 @@ impl Transition {
     /// True when the status itself changed (not only the reason).
     pub fn status_changed(&self) -> bool {
         self.from.as_ref().is_none_or(|(s, _)| *s != self.status)
+    }
+
+    /// The condition is in an error state now: not True, with an error reason.
+    pub fn is_error(&self) -> bool {
+        self.status != ConditionStatus::True && self.reason.is_error()
+    }
+
+    /// The condition was in an error state before.
+    pub fn was_error(&self) -> bool {
+        self.from
+            .as_ref()
+            .is_some_and(|(s, r)| *s != ConditionStatus::True && r.is_error())
     }
 }
 
@@ -254,7 +368,7 @@ impl ConditionSet {
         message: impl Into<String>,
     ) -> bool {
         let type_s = type_.to_string();
-        let message = message.into();
+        let message = truncate_message(message.into());
         let now = Time(self.now);
         let idx = self.conditions.iter().position(|c| c.type_ == type_s);
         let Some(i) = idx else {
@@ -268,10 +382,10 @@ impl ConditionSet {
             });
             self.touched.push(true);
             self.transitions.push(Transition {
-                type_: type_s,
+                type_: type_.clone(),
                 from: None,
                 status,
-                reason: reason.to_string(),
+                reason: reason.clone(),
                 message,
             });
             return true;
@@ -282,10 +396,10 @@ impl ConditionSet {
         let changed = old_status != status || c.reason != reason.as_str();
         if changed {
             self.transitions.push(Transition {
-                type_: type_s,
-                from: Some((old_status, c.reason.clone())),
+                type_: type_.clone(),
+                from: Some((old_status, Reason::parse(&c.reason))),
                 status,
-                reason: reason.to_string(),
+                reason: reason.clone(),
                 message: message.clone(),
             });
         }
@@ -311,11 +425,27 @@ impl ConditionSet {
     }
 
     /// Drop every condition not set since [`ConditionSet::new`] (e.g. of a component that no
-    /// longer exists).
+    /// longer exists), including conditions other controllers own; prefer
+    /// [`ConditionSet::prune_unset_owned`].
     pub fn prune_unset(&mut self) {
+        self.prune_unset_owned(|_| true);
+    }
+
+    /// Drop the conditions not set since [`ConditionSet::new`] that `ours` claims (those this
+    /// controller wrote before, e.g. of a component that no longer exists); conditions others
+    /// own stay as they are. Returns the types dropped.
+    pub fn prune_unset_owned(&mut self, ours: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut dropped = Vec::new();
         let mut touched = std::mem::take(&mut self.touched).into_iter();
-        self.conditions.retain(|_| touched.next().unwrap_or(false));
+        self.conditions.retain(|c| {
+            let keep = touched.next().unwrap_or(false) || !ours(&c.type_);
+            if !keep {
+                dropped.push(c.type_.clone());
+            }
+            keep
+        });
         self.touched = vec![true; self.conditions.len()];
+        dropped
     }
 
     /// The transitions recorded so far.

@@ -11,7 +11,6 @@
 //!   `MissingDownstreamDependency`/`ResourceNotReady`. Pure: no client, no clock.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 
@@ -20,56 +19,19 @@ use crate::category::{
 };
 use crate::condition::Reason;
 
-/// The state of one component, ordered from worst to best by [`ComponentState::priority`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ComponentState {
-    /// Waiting for something upstream.
-    Pending,
-    /// Being created or rolled out.
-    Progressing,
-    /// Usable.
-    Ready,
-    /// Running with errors expected to clear.
-    Degraded,
-    /// Stopped on an error that needs a change.
-    Failed,
-    /// Cannot run in this cluster.
-    NotAvailable,
+/// The state of one component: the one six-state [`kinfer_api::phase::Phase`] (ordered from
+/// worst to best by `priority`).
+pub type ComponentState = kinfer_api::phase::Phase;
+
+/// The generic condition reason of a phase (a trait because [`ComponentState`] is defined in
+/// kinfer-api).
+pub trait PhaseReason {
+    /// The generic condition reason for this state.
+    fn reason(self) -> Reason;
 }
 
-impl ComponentState {
-    /// Upstream's priority: Ready 6 > Progressing 5 > Pending 3 > Degraded 2 > NotAvailable 1 >
-    /// Failed 0. The lowest wins when states are aggregated.
-    pub fn priority(self) -> u8 {
-        match self {
-            Self::Ready => 6,
-            Self::Progressing => 5,
-            Self::Pending => 3,
-            Self::Degraded => 2,
-            Self::NotAvailable => 1,
-            Self::Failed => 0,
-        }
-    }
-
-    /// Failed, Degraded and NotAvailable.
-    pub fn is_error(self) -> bool {
-        matches!(self, Self::Failed | Self::Degraded | Self::NotAvailable)
-    }
-
-    /// The spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "Pending",
-            Self::Progressing => "Progressing",
-            Self::Ready => "Ready",
-            Self::Degraded => "Degraded",
-            Self::Failed => "Failed",
-            Self::NotAvailable => "NotAvailable",
-        }
-    }
-
-    /// The generic condition reason for this state.
-    pub fn reason(self) -> Reason {
+impl PhaseReason for ComponentState {
+    fn reason(self) -> Reason {
         match self {
             Self::Pending => Reason::Pending,
             Self::Progressing => Reason::Progressing,
@@ -78,12 +40,6 @@ impl ComponentState {
             Self::Failed => Reason::Failed,
             Self::NotAvailable => Reason::NotAvailable,
         }
-    }
-}
-
-impl fmt::Display for ComponentState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

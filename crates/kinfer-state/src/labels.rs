@@ -1,19 +1,31 @@
 //! Label propagation from a parent to the children it creates (NOTES.md row 25).
 //!
 //! Contract:
-//! - System labels are always stamped: `app.kubernetes.io/managed-by=<field manager>` and
-//!   `<domain>/<controller>.name=<parent>` (the selector orphan deletion lists by).
-//! - Every parent label under `<domain>/` is copied unless the child already sets that key.
-//! - User labels are copied when the runtime config enables propagation and the key matches one
-//!   of its globs (`filepath.Match` syntax: `*`, `?`, `[...]`; `*` does not cross `/`).
-//! - Existing child labels are never overwritten: a key the builder set, or a key the live
-//!   child carries with another value (someone labelled it by hand), keeps its value.
+//! - The engine's own labels select children: `kinfer.dev/managed-by=<field manager>` and
+//!   `<domain>/<controller>.name=<parent>` (the selector children and orphans are listed by).
+//!   Owned children get both; shared objects (applied without an owner reference, possibly by
+//!   several parents) get only the `kinfer.dev/managed-by` marker, so two parents never
+//!   disagree about a value.
+//! - `app.kubernetes.io/*` is left to the builders (some keep an upstream operator's values
+//!   for adoption, e.g. otterscale's `managed-by: model-operator`); the engine never writes it.
+//! - Every parent label under `<domain>/` is copied to owned children unless the child already
+//!   sets that key.
+//! - User labels are copied to owned children when the runtime config enables propagation and
+//!   the key matches one of its globs (`filepath.Match` syntax: `*`, `?`, `[...]`; `*` does not
+//!   cross `/`; [`glob_match`]).
+//! - Existing child labels are never overwritten: a key the builder set (including the
+//!   engine's own keys: a builder must not set those), or a key the live child carries with
+//!   another value (someone labelled it by hand), keeps its value.
 //! - Pure: no client, no clock.
 
 use std::collections::BTreeMap;
 
-/// The label every child carries naming its manager.
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub use kinfer_api::labels::glob_match;
+
+/// The key of the engine's marker every applied object carries, naming its field manager:
+/// `kinfer.dev/managed-by` ([`kinfer_api::labels::KINFER_MANAGED_BY`]). Watches of a
+/// controller's children select on it. (`app.kubernetes.io/managed-by` is the builders'.)
+pub const MANAGED_BY: &str = kinfer_api::labels::KINFER_MANAGED_BY;
 
 /// Who stamps the labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +34,7 @@ pub struct LabelScheme {
     pub domain: String,
     /// The controller's short name, e.g. `service` (gives `<domain>/service.name`).
     pub controller: String,
-    /// The field manager and `managed-by` value, e.g. `kinfer-aim-service`.
+    /// The field manager and `kinfer.dev/managed-by` value, e.g. `kinfer-aim-service`.
     pub manager: String,
 }
 
@@ -37,7 +49,7 @@ impl LabelScheme {
         format!("{}/reconciliation-paused", self.domain)
     }
 
-    /// The system labels for children of `parent`.
+    /// The system labels for owned children of `parent`.
     pub fn system_labels(&self, parent: &str) -> BTreeMap<String, String> {
         BTreeMap::from([
             (MANAGED_BY.to_owned(), label_value(&self.manager)),
@@ -45,7 +57,12 @@ impl LabelScheme {
         ])
     }
 
-    /// The label selector that finds every child of `parent`.
+    /// The labels of shared objects (applied without an owner reference): the marker only.
+    pub fn shared_labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(MANAGED_BY.to_owned(), label_value(&self.manager))])
+    }
+
+    /// The label selector that finds every owned child of `parent`.
     pub fn selector(&self, parent: &str) -> String {
         format!(
             "{MANAGED_BY}={},{}={}",
@@ -53,6 +70,21 @@ impl LabelScheme {
             self.parent_key(),
             label_value(parent)
         )
+    }
+
+    /// True when `labels` carry this scheme's marker (the object was applied by us).
+    pub fn is_marked(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        labels
+            .and_then(|l| l.get(MANAGED_BY))
+            .is_some_and(|v| *v == label_value(&self.manager))
+    }
+
+    /// True when `labels` carry both system labels for `parent`.
+    pub fn is_child_of(&self, labels: Option<&BTreeMap<String, String>>, parent: &str) -> bool {
+        self.is_marked(labels)
+            && labels
+                .and_then(|l| l.get(&self.parent_key()))
+                .is_some_and(|v| *v == label_value(parent))
     }
 }
 
@@ -76,7 +108,9 @@ pub fn propagate(
     observed: Option<&BTreeMap<String, String>>,
 ) -> BTreeMap<String, String> {
     let mut out = desired.clone();
-    out.extend(scheme.system_labels(parent_name));
+    for (k, v) in scheme.system_labels(parent_name) {
+        out.entry(k).or_insert(v);
+    }
     let prefix = format!("{}/", scheme.domain);
     for (k, v) in parent_labels {
         if out.contains_key(k) {
@@ -92,6 +126,20 @@ pub fn propagate(
                 out.insert(k.clone(), v.clone());
             }
         }
+    }
+    out
+}
+
+/// The labels a shared object (applied without an owner reference) ends up with: the
+/// builder's plus the engine's marker; nothing parent-specific, so several parents applying
+/// the same object agree.
+pub fn propagate_shared(
+    scheme: &LabelScheme,
+    desired: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = desired.clone();
+    for (k, v) in scheme.shared_labels() {
+        out.entry(k).or_insert(v);
     }
     out
 }
@@ -119,78 +167,6 @@ pub fn label_value(s: &str) -> String {
     }
     let trimmed = v.trim_matches(|c: char| !c.is_ascii_alphanumeric());
     trimmed.to_owned()
-}
-
-/// Go `filepath.Match` over a label key: `*` matches any run of characters except `/`, `?` one
-/// character except `/`, `[abc]`, `[a-z]`, `[^a]`/`[!a]` classes, `\` escapes. A malformed
-/// pattern matches nothing.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    glob_at(&p, &t)
-}
-
-fn glob_at(p: &[char], t: &[char]) -> bool {
-    match p.first() {
-        None => t.is_empty(),
-        Some('*') => {
-            let rest = &p[1..];
-            for i in 0..=t.len() {
-                if glob_at(rest, &t[i..]) {
-                    return true;
-                }
-                if i < t.len() && t[i] == '/' {
-                    return false;
-                }
-            }
-            false
-        }
-        Some('?') => t.first().is_some_and(|c| *c != '/') && glob_at(&p[1..], &t[1..]),
-        Some('[') => {
-            let Some((matched, used)) = class(&p[1..], t.first().copied()) else {
-                return false;
-            };
-            matched && glob_at(&p[1 + used..], &t[1..])
-        }
-        Some('\\') => p.get(1).is_some_and(|c| t.first() == Some(c)) && glob_at(&p[2..], &t[1..]),
-        Some(c) => t.first() == Some(c) && glob_at(&p[1..], &t[1..]),
-    }
-}
-
-/// Match a character class starting after `[`; returns (matched, pattern chars consumed
-/// including the closing `]`), or `None` when the class is malformed or there is no character.
-fn class(p: &[char], c: Option<char>) -> Option<(bool, usize)> {
-    let c = c.filter(|c| *c != '/')?;
-    let mut i = 0;
-    let negated = matches!(p.first(), Some('^' | '!'));
-    if negated {
-        i += 1;
-    }
-    let mut matched = false;
-    let mut first = true;
-    loop {
-        let lo = *p.get(i)?;
-        if lo == ']' && !first {
-            return Some((matched != negated, i + 1));
-        }
-        first = false;
-        let lo = if lo == '\\' {
-            i += 1;
-            *p.get(i)?
-        } else {
-            lo
-        };
-        i += 1;
-        if p.get(i) == Some(&'-') && p.get(i + 1).is_some_and(|n| *n != ']') {
-            let hi = *p.get(i + 1)?;
-            i += 2;
-            if lo <= c && c <= hi {
-                matched = true;
-            }
-        } else if lo == c {
-            matched = true;
-        }
-    }
 }
 
 #[cfg(test)]

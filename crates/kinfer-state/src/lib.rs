@@ -51,6 +51,7 @@ pub mod labels;
 pub mod metrics;
 pub mod pipeline;
 pub mod status;
+pub mod store;
 
 pub use backoff::{Backoff, BackoffPolicy};
 pub use category::{
@@ -61,10 +62,12 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use condition::{ConditionSet, ConditionStatus, ConditionType, Reason, Transition};
 pub use engine::{Engine, EngineConfig, Report};
 pub use health::{
-    CategorizeIn, ComponentHealth, ComponentState, FetchResult, downstream, upstream,
+    CategorizeIn, ComponentHealth, ComponentState, FetchResult, PhaseReason, downstream, upstream,
 };
+pub use kinfer_api::phase::Phase;
 pub use labels::{LabelPropagation, LabelScheme};
 pub use pipeline::{
     ChildKind, Children, DesiredObject, ObjectKey, Observation, Pipeline, PlanResult,
 };
 pub use status::{DEFAULT_INFRA_GRACE, DeriveInput, Derived, OverallStatus, derive};
+pub use store::{ChildStore, OwnerIndex};

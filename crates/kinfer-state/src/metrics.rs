@@ -7,7 +7,8 @@
 //! - `kinfer_reconcile_errors_total{controller,category}`: errors seen, by category.
 //! - `kinfer_reconcile_duration_seconds{controller}`: reconcile wall time.
 //! - `kinfer_reconcile_queue_wait_seconds{controller}`: from the watch event to reconcile start.
-//! - `kinfer_writes_total{controller,verb}`: API writes (`apply`, `delete`, `status`, `event`),
+//! - `kinfer_writes_total{controller,verb}`: API writes (`apply`, `delete`, `status`, `event`,
+//!   `finalizer`),
 //!   so a steady-state resync can be checked to write nothing.
 //! - `kinfer_paused_total{controller}`: reconciles skipped for the paused annotation.
 //! - `kinfer_invalid_objects_total{controller}`: objects that did not deserialise.
@@ -43,7 +44,7 @@ pub struct CategoryLabels {
 pub struct VerbLabels {
     /// The controller name.
     pub controller: String,
-    /// `apply`, `delete`, `status` or `event`.
+    /// `apply`, `delete`, `status`, `event` or `finalizer`.
     pub verb: String,
 }
 
@@ -58,15 +59,27 @@ pub enum WriteVerb {
     Status,
     /// An event.
     Event,
+    /// A finalizer added or removed.
+    Finalizer,
 }
 
 impl WriteVerb {
+    /// Every verb.
+    pub const ALL: [Self; 5] = [
+        Self::Apply,
+        Self::Delete,
+        Self::Status,
+        Self::Event,
+        Self::Finalizer,
+    ];
+
     fn as_str(self) -> &'static str {
         match self {
             Self::Apply => "apply",
             Self::Delete => "delete",
             Self::Status => "status",
             Self::Event => "event",
+            Self::Finalizer => "finalizer",
         }
     }
 }
@@ -234,6 +247,36 @@ impl Metrics {
         self.inner.invalid.get_or_create(&Self::c(controller)).inc();
     }
 
+    /// The handles of one controller's metrics, created once so a reconcile does not allocate
+    /// label sets.
+    pub fn controller(&self, controller: &str) -> ControllerMetrics {
+        let c = Self::c(controller);
+        let i = &self.inner;
+        ControllerMetrics {
+            reconciles: i.reconciles.get_or_create(&c).clone(),
+            duration: i.duration.get_or_create(&c).clone(),
+            queue_wait: i.queue_wait.get_or_create(&c).clone(),
+            writes: WriteVerb::ALL.map(|v| {
+                i.writes
+                    .get_or_create(&VerbLabels {
+                        controller: controller.to_owned(),
+                        verb: v.as_str().to_owned(),
+                    })
+                    .clone()
+            }),
+            errors: ErrorCategory::ALL.map(|cat| {
+                i.errors
+                    .get_or_create(&CategoryLabels {
+                        controller: controller.to_owned(),
+                        category: cat.as_str().to_owned(),
+                    })
+                    .clone()
+            }),
+            paused: i.paused.get_or_create(&c).clone(),
+            invalid: i.invalid.get_or_create(&c).clone(),
+        }
+    }
+
     /// Writes of `verb` by `controller` so far (for tests and benchmarks).
     pub fn writes(&self, controller: &str, verb: WriteVerb) -> u64 {
         let l = VerbLabels {
@@ -250,6 +293,55 @@ impl Metrics {
             category: category.as_str().to_owned(),
         };
         self.inner.errors.get_or_create(&l).get()
+    }
+}
+
+/// One controller's metric handles ([`Metrics::controller`]).
+#[derive(Debug, Clone)]
+pub struct ControllerMetrics {
+    reconciles: Counter,
+    duration: Histogram,
+    queue_wait: Histogram,
+    writes: [Counter; 5],
+    errors: [Counter; 6],
+    paused: Counter,
+    invalid: Counter,
+}
+
+impl ControllerMetrics {
+    /// Count a reconcile and its duration.
+    pub fn reconciled(&self, seconds: f64) {
+        self.reconciles.inc();
+        self.duration.observe(seconds);
+    }
+
+    /// Count an error.
+    pub fn error(&self, category: ErrorCategory) {
+        if let Some(i) = ErrorCategory::ALL.iter().position(|c| *c == category) {
+            self.errors[i].inc();
+        }
+    }
+
+    /// Record queue wait.
+    pub fn queue_wait(&self, seconds: f64) {
+        self.queue_wait.observe(seconds);
+    }
+
+    /// Count `n` writes.
+    pub fn writes(&self, verb: WriteVerb, n: usize) {
+        if let Some(i) = WriteVerb::ALL.iter().position(|v| *v == verb) {
+            self.writes[i].inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Count a paused skip.
+    pub fn paused(&self) {
+        self.paused.inc();
+    }
+
+    /// Count an object that failed to deserialise.
+    pub fn invalid(&self) {
+        self.invalid.inc();
     }
 }
 
@@ -280,5 +372,14 @@ mod tests {
         );
         assert_eq!(m.writes("svc", WriteVerb::Apply), 1);
         assert_eq!(m.writes("svc", WriteVerb::Delete), 0);
+        let handles = m.controller("svc");
+        handles.writes(WriteVerb::Apply, 2);
+        handles.error(ErrorCategory::Auth);
+        assert_eq!(
+            m.writes("svc", WriteVerb::Apply),
+            3,
+            "handles share the registry"
+        );
+        assert_eq!(m.errors("svc", ErrorCategory::Auth), 1);
     }
 }

@@ -11,9 +11,14 @@
 //!   clock, no randomness. It is only called when no user-fixable or infrastructure error is
 //!   present.
 //! - **status** builds the kind's status JSON from the derived overall status and conditions;
-//!   **decorate** may add domain conditions first. Both pure.
+//!   **decorate** may add domain conditions first. Both pure. The mapping from [`kinfer_api::phase::Phase`] to the
+//!   kind's status enum must be a total `match` into a typed status struct that is then
+//!   serialised (untyped JSON stays the trait's return type so existing pipelines keep
+//!   compiling); the engine compares only the fields this JSON sets.
+//! - **finalize** (optional, with [`Pipeline::finalizer`]) cleans up what owner references
+//!   cannot reach before the object goes away; it never runs in a terminating namespace.
 //! - The engine owns everything else: listing children, labels, owner references, apply order,
-//!   diffing, deletion, status patching, events, metrics, backoff.
+//!   diffing, deletion, status patching, events, metrics, backoff, finalizer bookkeeping.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -54,7 +59,13 @@ pub struct ChildKind {
     pub resource: ApiResource,
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
+    /// Children of this kind that are no longer planned are deleted (orphan pruning). Off for
+    /// stateful kinds (PersistentVolumeClaims) unless asked for with [`ChildKind::prune`].
+    pub prune: bool,
 }
+
+/// Kinds whose orphans are kept unless pruning is asked for: deleting them loses data.
+const STATEFUL_KINDS: [(&str, &str); 2] = [("", "PersistentVolumeClaim"), ("", "PersistentVolume")];
 
 impl ChildKind {
     /// The child kind of a typed resource.
@@ -63,10 +74,36 @@ impl ChildKind {
         K: Resource<DynamicType = ()>,
         K::Scope: ScopeKind,
     {
+        let resource = ApiResource::erase::<K>(&());
+        let prune = !STATEFUL_KINDS
+            .iter()
+            .any(|(g, k)| resource.group == *g && resource.kind == *k);
         Self {
-            resource: ApiResource::erase::<K>(&()),
+            resource,
             namespaced: <K::Scope as ScopeKind>::NAMESPACED,
+            prune,
         }
+    }
+
+    /// A kind given at runtime (third-party kinds without Rust types); pruned.
+    pub fn dynamic(resource: ApiResource, namespaced: bool) -> Self {
+        Self {
+            resource,
+            namespaced,
+            prune: true,
+        }
+    }
+
+    /// Whether orphans of this kind are deleted.
+    #[must_use]
+    pub fn prune(mut self, prune: bool) -> Self {
+        self.prune = prune;
+        self
+    }
+
+    /// True when `key` is of this kind.
+    pub fn matches(&self, key: &ObjectKey) -> bool {
+        self.resource.kind == key.kind && self.resource.group == key.group
     }
 }
 
@@ -175,7 +212,9 @@ pub struct PlanResult {
     pub apply: Vec<DesiredObject>,
     /// Shared objects to apply without an owner reference (never deleted as orphans).
     pub apply_without_owner: Vec<DesiredObject>,
-    /// Objects to delete explicitly (beyond orphans the engine finds itself).
+    /// Objects to delete explicitly (beyond orphans the engine finds itself). Only objects the
+    /// engine listed as children of this parent (carrying its labels) are deleted, with the
+    /// listed UID as precondition; keys that are absent cost nothing.
     pub delete: Vec<(ChildKind, ObjectKey)>,
     /// Reconcile again after this long even if nothing changes.
     pub requeue_after: Option<Duration>,
@@ -199,7 +238,8 @@ impl Children {
     }
 
     /// A typed child as a fetch result: the listing error if its kind could not be listed,
-    /// `Ok(None)` if absent. Feed it to [`crate::downstream`].
+    /// `Ok(None)` if absent, the decode error (InvalidSpec, `ChildUndecodable`) if the live
+    /// object does not deserialise as `K`. Feed it to [`crate::downstream`].
     pub fn fetch<K>(&self, namespace: Option<&str>, name: &str) -> FetchResult<K, CategorizedError>
     where
         K: Resource<DynamicType = ()> + DeserializeOwned,
@@ -208,7 +248,7 @@ impl Children {
         if let Some(e) = self.failed.get(&kind) {
             return Err(e.clone());
         }
-        Ok(self.typed(namespace, name))
+        self.typed(namespace, name)
     }
 
     /// Add a listed object.
@@ -221,8 +261,13 @@ impl Children {
         self.objects.get(key)
     }
 
-    /// A typed child by namespace and name (`None` if absent or not of that type).
-    pub fn typed<K>(&self, namespace: Option<&str>, name: &str) -> Option<K>
+    /// A typed child by namespace and name: `Ok(None)` if absent, an InvalidSpec error
+    /// (`ChildUndecodable`) when the live object does not deserialise as `K`.
+    pub fn typed<K>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<K>, CategorizedError>
     where
         K: Resource<DynamicType = ()> + DeserializeOwned,
     {
@@ -232,10 +277,25 @@ impl Children {
             namespace: namespace.map(str::to_owned),
             name: name.to_owned(),
         };
-        let obj = self.objects.get(&key)?;
+        let Some(obj) = self.objects.get(&key) else {
+            return Ok(None);
+        };
         serde_json::to_value(obj)
-            .ok()
-            .and_then(|v| serde_json::from_value(v).ok())
+            .and_then(serde_json::from_value)
+            .map(Some)
+            .map_err(|e| {
+                CategorizedError::new(
+                    crate::ErrorCategory::InvalidSpec,
+                    format!("{key} does not decode: {e}"),
+                )
+                .with_reason(crate::Reason::custom("ChildUndecodable"))
+            })
+    }
+
+    /// The listing error of `kind`, if its listing failed.
+    pub fn list_error(&self, kind: &ChildKind) -> Option<&CategorizedError> {
+        self.failed
+            .get(&(kind.resource.kind.clone(), kind.resource.group.clone()))
     }
 
     /// Every child.
@@ -331,6 +391,33 @@ pub trait Pipeline: Send + Sync + 'static {
         _observation: &Observation<Self::State>,
         _conditions: &mut ConditionSet,
     ) {
+    }
+
+    /// The finalizer this pipeline needs (e.g. `aim.eai.amd.com/template-cache-cleanup`), if
+    /// any. The engine adds it to live objects that lack it and removes it after
+    /// [`Pipeline::finalize`] succeeded. `None` (the default): no finalizer, nothing to clean up
+    /// beyond owner-reference garbage collection.
+    fn finalizer(&self) -> Option<String> {
+        None
+    }
+
+    /// Clean up before the object goes away (called while it carries the finalizer and has a
+    /// `deletionTimestamp`; never in a terminating namespace). An Auth error (access
+    /// Forbidden) does not block deletion: the finalizer is removed anyway (NOTES row 23).
+    fn finalize(
+        &self,
+        _client: &Client,
+        _object: &Self::Object,
+    ) -> impl Future<Output = Result<(), CategorizedError>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Whether a live object that has one of our children's names but is not ours (no
+    /// controller reference to the parent, no labels of ours) may be taken over, e.g. because
+    /// it carries the upstream operator's labels. Default: never; the apply is refused with
+    /// InvalidSpec `NameTaken`.
+    fn adoptable(&self, _object: &Self::Object, _live: &DynamicObject) -> bool {
+        false
     }
 
     /// The full status to write, from the overall status and conditions (set

@@ -19,7 +19,6 @@
 //!   so no reconcile can produce a value the CRD rejects.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -34,61 +33,9 @@ use crate::health::{ComponentHealth, ComponentState};
 pub const DEFAULT_INFRA_GRACE: Duration = Duration::from_secs(10);
 
 /// The overall status of a reconciled object, before the per-kind mapping (for example
-/// AIMService maps Progressing to `Starting` and Ready to `Running`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OverallStatus {
-    /// Waiting for something upstream.
-    Pending,
-    /// Work is under way.
-    Progressing,
-    /// Everything is ready.
-    Ready,
-    /// Running with errors expected to clear.
-    Degraded,
-    /// Stopped on an error that needs a change.
-    Failed,
-    /// Cannot run in this cluster.
-    NotAvailable,
-}
-
-impl OverallStatus {
-    /// The spelling.
-    pub fn as_str(self) -> &'static str {
-        ComponentState::from(self).as_str()
-    }
-}
-
-impl fmt::Display for OverallStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<ComponentState> for OverallStatus {
-    fn from(s: ComponentState) -> Self {
-        match s {
-            ComponentState::Pending => Self::Pending,
-            ComponentState::Progressing => Self::Progressing,
-            ComponentState::Ready => Self::Ready,
-            ComponentState::Degraded => Self::Degraded,
-            ComponentState::Failed => Self::Failed,
-            ComponentState::NotAvailable => Self::NotAvailable,
-        }
-    }
-}
-
-impl From<OverallStatus> for ComponentState {
-    fn from(s: OverallStatus) -> Self {
-        match s {
-            OverallStatus::Pending => Self::Pending,
-            OverallStatus::Progressing => Self::Progressing,
-            OverallStatus::Ready => Self::Ready,
-            OverallStatus::Degraded => Self::Degraded,
-            OverallStatus::Failed => Self::Failed,
-            OverallStatus::NotAvailable => Self::NotAvailable,
-        }
-    }
-}
+/// AIMService maps Progressing to `Starting` and Ready to `Running`): the one six-state
+/// [`kinfer_api::phase::Phase`].
+pub type OverallStatus = kinfer_api::phase::Phase;
 
 /// What status derivation needs.
 #[derive(Debug, Clone)]
@@ -344,7 +291,7 @@ fn root_without_blocking(
         culprit = Some((Reason::InfrastructureError, msg));
     }
     let (reason, message) = culprit.unwrap_or((Reason::AllComponentsReady, String::new()));
-    (worst.into(), reason, message)
+    (worst, reason, message)
 }
 
 fn describe(component: &str, message: &str, reason: &Reason) -> String {

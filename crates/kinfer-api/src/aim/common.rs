@@ -358,20 +358,6 @@ pub enum CachingMode {
     Shared,
 }
 
-/// The lifecycle state of models, templates, template caches and artifacts (`status.status`).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
-pub enum AIMStatus {
-    /// Waiting for something upstream (a referenced object, a discovery slot).
-    #[default]
-    Pending,
-    /// Work is under way (discovery, download).
-    Progressing,
-    /// Usable.
-    Ready,
-    /// Running with errors expected to clear (infrastructure problems).
-    Degraded,
-    /// Stopped on an error that needs a change (invalid spec, authentication, missing object).
-    Failed,
-    /// Cannot run in this cluster (e.g. the required GPU is absent).
-    NotAvailable,
-}
+/// The lifecycle state of models, templates, template caches and artifacts (`status.status`):
+/// the one [`crate::phase::Phase`] every kinfer crate uses.
+pub type AIMStatus = crate::phase::Phase;

@@ -16,6 +16,7 @@
 //!   `SanitizeLabelValue`, template, derived/custom template, image model, InferenceService,
 //!   route, template caches, artifacts, cluster models, discovery Jobs);
 //! - [`modelservice`]: otterscale model-operator's rules for ModelService children;
+//! - [`zerfoo`]: Zerfoo's rules (upstream's `<name>-primary` and siblings);
 //! - cluster-scoped names for namespaced kinfer children ([`cluster_scoped_name`]);
 //! - one hashing scheme for kinfer's own hashes ([`sha256_hex`], [`hash_hex`]);
 //! - validated newtypes ([`Dns1035Label`], [`Dns1123Label`], [`Dns1123Subdomain`],
@@ -25,6 +26,7 @@ pub mod aim;
 mod derive;
 pub mod modelservice;
 mod types;
+pub mod zerfoo;
 
 pub use derive::{HASH_LEN, child_name, cluster_scoped_name, derived_name, hash_hex, sha256_hex};
 pub use types::{Dns1035Label, Dns1123Label, Dns1123Subdomain, LabelValue, NameError};

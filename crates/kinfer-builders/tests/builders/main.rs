@@ -14,3 +14,4 @@ mod kserve;
 mod platform;
 mod restricted;
 mod subset;
+mod zerfoo;

@@ -33,6 +33,7 @@ impl Pusher {
     }
 
     pub fn with_auth(host: &str, auth: RegistryAuth) -> Self {
+        kinfer_oci::ensure_crypto_provider();
         let client = Client::new(ClientConfig {
             protocol: ClientProtocol::Http,
             ..ClientConfig::default()

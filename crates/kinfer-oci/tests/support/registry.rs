@@ -135,6 +135,7 @@ impl Registry {
     /// Polls `GET /v2/` until the server answers (200, or 401 with auth), bounded.
     async fn wait_ready(&self) {
         let url = format!("http://{}/v2/", self.host);
+        kinfer_oci::ensure_crypto_provider();
         let http = reqwest::Client::new();
         let deadline = Instant::now() + START_DEADLINE;
         let mut pause = Duration::from_millis(5);

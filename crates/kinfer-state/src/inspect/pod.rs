@@ -52,35 +52,85 @@ impl PodDiagnosis {
 }
 
 /// Classify an image pull failure message: `(category, reason)`. Credentials refused are Auth
-/// (`ImagePullAuthFailure`), a missing image MissingUpstream (`ImageNotFound`), anything else
-/// Infrastructure (`ImagePullBackOff`).
+/// (`ImagePullAuthFailure`), a missing image MissingUpstream (`ImageNotFound`), DNS, connection
+/// and TLS trouble and anything else Infrastructure (`ImagePullBackOff`).
+///
+/// Phrases match on word boundaries and HTTP codes only next to a status word (`401
+/// Unauthorized`, `status 404`, `code: 403`), so a digest containing `401` or a host that
+/// does not resolve (`no such host`) is not mistaken for an auth or not-found answer.
 pub fn classify_image_pull(message: &str) -> (ErrorCategory, &'static str) {
     let m = message.to_ascii_lowercase();
-    let any = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
+    let any = |needles: &[&str]| needles.iter().any(|n| contains_phrase(&m, n));
+    if any(&[
+        "no such host",
+        "connection refused",
+        "connection reset",
+        "i/o timeout",
+        "tls handshake timeout",
+        "server misbehaving",
+        "temporary failure in name resolution",
+        "network is unreachable",
+    ]) {
+        return (ErrorCategory::Infrastructure, "ImagePullBackOff");
+    }
     if any(&[
         "unauthorized",
         "authentication required",
         "authorization failed",
-        "401",
-        "403",
         "forbidden",
         "denied",
         "no basic auth credentials",
         "may require authorization",
-    ]) {
+    ]) || has_status(&m, &["401", "403"])
+    {
         (ErrorCategory::Auth, "ImagePullAuthFailure")
     } else if any(&[
         "not found",
         "manifest unknown",
         "name unknown",
-        "404",
         "does not exist",
-        "no such",
-    ]) {
+        "no such image",
+        "no such manifest",
+        "no such repository",
+    ]) || has_status(&m, &["404"])
+    {
         (ErrorCategory::MissingUpstreamDependency, "ImageNotFound")
     } else {
         (ErrorCategory::Infrastructure, "ImagePullBackOff")
     }
+}
+
+/// `phrase` occurs in `text` with no letter or digit directly before or after it.
+fn contains_phrase(text: &str, phrase: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(phrase).any(|(i, _)| {
+        let before = i.checked_sub(1).map(|j| bytes[j]);
+        let after = bytes.get(i + phrase.len()).copied();
+        !before.is_some_and(|b| b.is_ascii_alphanumeric())
+            && !after.is_some_and(|b| b.is_ascii_alphanumeric())
+    })
+}
+
+/// One of `codes` occurs as a whole word next to a status word (`status 401`, `code: 404`,
+/// `401 unauthorized`, `http 403`, `403 forbidden`, `404 not found`).
+fn has_status(text: &str, codes: &[&str]) -> bool {
+    const BEFORE: [&str; 5] = ["status", "code", "http", "statuscode", "response"];
+    const AFTER: [&str; 4] = ["unauthorized", "forbidden", "not found", "(not found)"];
+    let bytes = text.as_bytes();
+    codes.iter().any(|code| {
+        text.match_indices(code).any(|(i, _)| {
+            let before = i.checked_sub(1).map(|j| bytes[j]);
+            let after = bytes.get(i + code.len()).copied();
+            if before.is_some_and(|b| b.is_ascii_alphanumeric())
+                || after.is_some_and(|b| b.is_ascii_alphanumeric())
+            {
+                return false;
+            }
+            let head = text[..i].trim_end_matches([' ', ':', '=']);
+            let tail = text[i + code.len()..].trim_start();
+            BEFORE.iter().any(|w| head.ends_with(w)) || AFTER.iter().any(|w| tail.starts_with(w))
+        })
+    })
 }
 
 /// Classify the tail of a failed container's log (the caller fetches about 50 lines):
@@ -216,7 +266,9 @@ fn diagnose_container(pod: &str, c: &ContainerStatus) -> Option<PodDiagnosis> {
             .and_then(|s| s.terminated.as_ref())
             .is_some_and(|t| t.reason.as_deref() == Some("OOMKilled"))
     };
-    if oom(&c.state) || oom(&c.last_state) {
+    // The last termination only explains a container that is not ready now: a container that
+    // was OOM-killed once and recovered is fine.
+    if oom(&c.state) || (!c.ready && oom(&c.last_state)) {
         return Some(PodDiagnosis::err(
             ErrorCategory::ResourceExhaustion,
             "OOMKilled",

@@ -121,7 +121,7 @@ fn labels_and_job_pod_template() {
     let live: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "j", "namespace": "ns"},
-        "spec": {"template": {"metadata": {"labels": {"own": "1", "app.kubernetes.io/managed-by": "toy-controller"}}}}
+        "spec": {"template": {"metadata": {"labels": {"own": "1", "kinfer.dev/managed-by": "toy-controller"}}}}
     }))
     .unwrap();
     let (_, body) = prepare(
@@ -136,5 +136,5 @@ fn labels_and_job_pod_template() {
     assert_eq!(body["metadata"]["labels"]["team-a"], "x");
     let tpl = &body["spec"]["template"]["metadata"]["labels"];
     assert!(tpl.get("team-a").is_none(), "{tpl}");
-    assert_eq!(tpl["app.kubernetes.io/managed-by"], "toy-controller");
+    assert_eq!(tpl["kinfer.dev/managed-by"], "toy-controller");
 }

@@ -192,12 +192,56 @@ fn transition_records_from_and_to() {
     assert_eq!(
         transitions,
         vec![Transition {
-            type_: "AuthValid".into(),
-            from: Some((ConditionStatus::True, "AuthenticationValid".into())),
+            type_: ConditionType::AuthValid,
+            from: Some((ConditionStatus::True, Reason::AuthenticationValid)),
             status: ConditionStatus::False,
-            reason: "AuthError".into(),
+            reason: Reason::AuthError,
             message: "denied".into(),
         }]
     );
     assert!(transitions[0].status_changed());
+    assert!(transitions[0].is_error() && !transitions[0].was_error());
+}
+
+#[test]
+fn pruning_keeps_conditions_others_own() {
+    let existing = vec![
+        cond("Ready", "True", "AllComponentsReady", "", 1),
+        cond("GoneReady", "True", "ComponentReady", "", 1),
+        cond("PolicyAccepted", "True", "Accepted", "", 1),
+    ];
+    let mut set = ConditionSet::new(existing, Some(1), t(2));
+    set.set(
+        &ConditionType::Ready,
+        ConditionStatus::True,
+        &Reason::AllComponentsReady,
+        "",
+    );
+    let dropped = set.prune_unset_owned(|t| t.ends_with("Ready"));
+    assert_eq!(dropped, ["GoneReady"]);
+    let types: Vec<_> = set.conditions().iter().map(|c| c.type_.clone()).collect();
+    assert_eq!(types, ["Ready", "PolicyAccepted"]);
+}
+
+#[test]
+fn messages_are_cut_to_the_api_limit() {
+    let mut set = ConditionSet::new(Vec::new(), None, t(1));
+    set.set(
+        &ConditionType::Ready,
+        ConditionStatus::False,
+        &Reason::Failed,
+        "é".repeat(MAX_MESSAGE_CHARS + 10),
+    );
+    let m = &set.conditions()[0].message;
+    assert_eq!(m.chars().count(), MAX_MESSAGE_CHARS);
+    assert!(m.ends_with('…'));
+    let exact = "x".repeat(MAX_MESSAGE_CHARS);
+    assert_eq!(truncate_message(exact.clone()), exact);
+    assert_eq!(Reason::parse("AuthError"), Reason::AuthError);
+    assert_eq!(
+        Reason::parse("CrashLoopBackOff"),
+        Reason::custom("CrashLoopBackOff")
+    );
+    assert!(Reason::parse("CrashLoopBackOff").is_error());
+    assert!(!Reason::parse("Progressing").is_error());
 }

@@ -63,6 +63,33 @@ fn image_pull_classification() {
             Infrastructure,
             "ImagePullBackOff",
         ),
+        // A digest that happens to contain 401/404 is not a status code.
+        (
+            "failed to pull \"r.io/m@sha256:a401b4040c\": rpc error: code = Unknown desc = context canceled",
+            Infrastructure,
+            "ImagePullBackOff",
+        ),
+        // DNS failure is infrastructure, not a missing image.
+        (
+            "dial tcp: lookup registry.example: no such host",
+            Infrastructure,
+            "ImagePullBackOff",
+        ),
+        (
+            "unexpected status code 401 Unauthorized",
+            Auth,
+            "ImagePullAuthFailure",
+        ),
+        (
+            "reading manifest 1.0: unexpected status: 404",
+            MissingUpstreamDependency,
+            "ImageNotFound",
+        ),
+        (
+            "Error response from daemon: no such image: x:1",
+            MissingUpstreamDependency,
+            "ImageNotFound",
+        ),
     ];
     for (msg, cat, reason) in cases {
         assert_eq!(classify_image_pull(msg), (cat, reason), "{msg}");
@@ -70,6 +97,22 @@ fn image_pull_classification() {
         assert_eq!(h.errors[0].category, cat, "{msg}");
         assert_eq!(h.effective_reason().as_str(), reason);
     }
+}
+
+#[test]
+fn a_recovered_oom_kill_is_not_a_failure() {
+    let recovered: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p"},
+        "status": {"phase": "Running", "containerStatuses": [{
+            "name": "main", "image": "i", "imageID": "", "ready": true, "restartCount": 1,
+            "state": {"running": {}},
+            "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+        }]}
+    }))
+    .unwrap();
+    let d = diagnose_pod(&recovered);
+    assert_eq!(d.state, ComponentState::Ready, "{d:?}");
+    assert!(d.error.is_none());
 }
 
 #[test]

@@ -33,7 +33,8 @@ fn glob_table() {
         ("[ab]c", "bc", true),
         ("[a-c]x", "dx", false),
         ("[^a-c]x", "dx", true),
-        ("[!a]x", "ax", false),
+        ("[!a]x", "ax", true), // Go's filepath.Match negates with `^` only
+        ("[!a]x", "bx", false),
         ("\\*", "*", true),
         ("[", "a", false),
         ("exact", "exact", true),
@@ -62,7 +63,7 @@ fn propagation_rules() {
         patterns: on.patterns.clone(),
     };
     let system = [
-        ("app.kubernetes.io/managed-by", "kinfer-aim-service"),
+        ("kinfer.dev/managed-by", "kinfer-aim-service"),
         ("aim.eai.amd.com/service.name", "svc"),
     ];
 
@@ -96,13 +97,45 @@ fn propagation_rules() {
     );
     assert_eq!(got.get("team-b").map(String::as_str), Some("y"));
 
-    // System labels are always ours, even when the builder set them.
-    let desired = m(&[("app.kubernetes.io/managed-by", "someone")]);
+    // The builder's app.kubernetes.io labels are never overwritten nor added by the engine
+    // (otterscale's `model-operator` is kept for adoption).
+    let desired = m(&[("app.kubernetes.io/managed-by", "model-operator")]);
     let got = propagate(&scheme(), "svc", &BTreeMap::new(), &off, &desired, None);
+    assert_eq!(
+        got.get("app.kubernetes.io/managed-by").map(String::as_str),
+        Some("model-operator")
+    );
     assert_eq!(
         got.get(MANAGED_BY).map(String::as_str),
         Some("kinfer-aim-service")
     );
+    let bare = propagate(
+        &scheme(),
+        "svc",
+        &BTreeMap::new(),
+        &off,
+        &BTreeMap::new(),
+        None,
+    );
+    assert!(
+        !bare.contains_key("app.kubernetes.io/managed-by"),
+        "{bare:?}"
+    );
+}
+
+#[test]
+fn shared_objects_get_the_marker_only() {
+    let desired = m(&[("app.kubernetes.io/name", "x")]);
+    let got = propagate_shared(&scheme(), &desired);
+    assert_eq!(
+        got,
+        m(&[
+            ("app.kubernetes.io/name", "x"),
+            ("kinfer.dev/managed-by", "kinfer-aim-service")
+        ])
+    );
+    assert!(scheme().is_marked(Some(&got)));
+    assert!(!scheme().is_child_of(Some(&got), "svc"));
 }
 
 #[test]
@@ -116,7 +149,7 @@ fn label_values_are_valid() {
     assert_eq!(v, label_value(&long), "stable");
     assert_eq!(
         scheme().selector("svc"),
-        "app.kubernetes.io/managed-by=kinfer-aim-service,aim.eai.amd.com/service.name=svc"
+        "kinfer.dev/managed-by=kinfer-aim-service,aim.eai.amd.com/service.name=svc"
     );
     assert_eq!(
         scheme().paused_annotation(),

@@ -1,5 +1,3 @@
-use std::time::Duration;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use pretty_assertions::assert_eq;
@@ -394,20 +392,4 @@ fn grace_does_not_hide_a_previously_failing_component() {
         cond_of(&d, &ConditionType::component("Deployment")).0,
         "False"
     );
-}
-
-#[test]
-fn overall_status_mapping_is_total() {
-    for s in [
-        OverallStatus::Pending,
-        OverallStatus::Progressing,
-        OverallStatus::Ready,
-        OverallStatus::Degraded,
-        OverallStatus::Failed,
-        OverallStatus::NotAvailable,
-    ] {
-        assert_eq!(OverallStatus::from(ComponentState::from(s)), s);
-        assert_eq!(s.to_string(), s.as_str());
-    }
-    let _ = Duration::ZERO;
 }

@@ -1,0 +1,247 @@
+//! Applying a plan: prepare, order, diff, apply, delete.
+//!
+//! Contract:
+//! - A plan listing one object twice is rejected (InvalidSpec `DuplicateKey`) before anything
+//!   is written.
+//! - Objects of a kind the cluster does not serve are skipped (their component already says
+//!   so). A planned object missing from the listed children is read by name: when a live object
+//!   of that name exists and is not ours (no controller owner reference to the parent, none of
+//!   our labels), the plan is refused with InvalidSpec `NameTaken` unless
+//!   [`Pipeline::adoptable`] says it may be taken over. A live object being deleted is left
+//!   alone until it is gone.
+//! - Apply order is by dependency, then (kind, group, namespace, name): Namespaces, then
+//!   ServiceAccounts, ConfigMaps and Secrets, then RBAC roles and bindings, then storage, then
+//!   Services, then everything else (workloads and custom resources). The first failed apply
+//!   stops the step.
+//! - An object is applied only when [`crate::diff`] says it differs; when the body equals the
+//!   one last applied successfully, fields the server pruned do not count.
+//! - Deletions: planned deletions and orphans (of kinds that prune), only of objects listed as
+//!   this parent's children (so carrying our labels), never of objects already terminating,
+//!   each with its listed UID as precondition.
+
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
+
+use kube::core::DynamicObject;
+use serde_json::Value;
+
+use super::Engine;
+use crate::apply::{self, ApplyError, ParentRef};
+use crate::metrics::WriteVerb;
+use crate::pipeline::{ChildKind, Children, ObjectKey, Observation, Pipeline, PlanResult};
+
+/// What the apply step did.
+#[derive(Debug, Default)]
+pub(super) struct Applied {
+    pub applied: usize,
+    pub deleted: usize,
+    pub errors: Vec<ApplyError>,
+}
+
+/// The dependency rank of a kind: lower is applied first.
+pub(crate) fn apply_rank(group: &str, kind: &str) -> u8 {
+    match (group, kind) {
+        ("", "Namespace") | ("apiextensions.k8s.io", "CustomResourceDefinition") => 0,
+        ("", "ServiceAccount" | "ConfigMap" | "Secret") => 1,
+        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => 2,
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => 3,
+        ("", "PersistentVolumeClaim") | ("storage.k8s.io", _) => 4,
+        ("", "Service") => 5,
+        _ => 6,
+    }
+}
+
+fn body_hash(body: &Value) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    body.to_string().hash(&mut h);
+    h.finish()
+}
+
+struct Prepared {
+    key: ObjectKey,
+    kind: ChildKind,
+    body: Value,
+    live: Option<DynamicObject>,
+}
+
+impl<P: Pipeline> Engine<P> {
+    fn desired_key(
+        desired: &crate::pipeline::DesiredObject,
+        parent: &ParentRef,
+    ) -> Option<ObjectKey> {
+        let name = desired.object.metadata.name.clone()?;
+        Some(ObjectKey {
+            kind: desired.kind.resource.kind.clone(),
+            group: desired.kind.resource.group.clone(),
+            namespace: if desired.kind.namespaced {
+                desired
+                    .object
+                    .metadata
+                    .namespace
+                    .clone()
+                    .or_else(|| parent.namespace.clone())
+            } else {
+                None
+            },
+            name,
+        })
+    }
+
+    /// True when `live` (not among the listed children) may be applied over.
+    fn is_ours(&self, obj: &P::Object, parent: &ParentRef, live: &DynamicObject) -> bool {
+        parent.owns(live)
+            || self.config.scheme.is_marked(live.metadata.labels.as_ref())
+            || self.pipeline.adoptable(obj, live)
+    }
+
+    #[allow(clippy::too_many_arguments)] // the step's inputs, all borrowed from `run`
+    pub(super) async fn apply_plan(
+        &self,
+        obj: &P::Object,
+        parent_key: &ObjectKey,
+        plan: PlanResult,
+        parent: &ParentRef,
+        children: &Children,
+        missing_kinds: &[ChildKind],
+        observation: &Observation<P::State>,
+    ) -> Applied {
+        let scheme = &self.config.scheme;
+        let mut out = Applied::default();
+        let mut seen = BTreeSet::new();
+        let mut prepared = Vec::new();
+        let mut keep = Vec::new();
+        for (desired, owned) in plan
+            .apply
+            .iter()
+            .map(|d| (d, true))
+            .chain(plan.apply_without_owner.iter().map(|d| (d, false)))
+        {
+            let key = Self::desired_key(desired, parent);
+            if let Some(k) = &key {
+                if !seen.insert(k.clone()) {
+                    out.errors
+                        .push(ApplyError::DuplicateKey { child: k.clone() });
+                    continue;
+                }
+                keep.push(k.clone());
+            }
+            if missing_kinds.iter().any(|m| m == &desired.kind) {
+                continue;
+            }
+            let mut live = key.as_ref().and_then(|k| children.get(k).cloned());
+            if live.is_none()
+                && let Some(k) = &key
+            {
+                match apply::get(&self.client, &desired.kind, k).await {
+                    Ok(Some(found)) if !self.is_ours(obj, parent, &found) => {
+                        out.errors.push(ApplyError::NameTaken { child: k.clone() });
+                        continue;
+                    }
+                    Ok(found) => live = found,
+                    Err(e) => {
+                        out.errors.push(e);
+                        continue;
+                    }
+                }
+            }
+            if live
+                .as_ref()
+                .is_some_and(|l| l.metadata.deletion_timestamp.is_some())
+            {
+                tracing::debug!(object = ?key, "live object is terminating; applying once it is gone");
+                continue;
+            }
+            match apply::prepare(
+                desired,
+                owned,
+                parent,
+                scheme,
+                &observation.labels,
+                live.as_ref(),
+            ) {
+                Ok((key, body)) => prepared.push(Prepared {
+                    key,
+                    kind: desired.kind.clone(),
+                    body,
+                    live,
+                }),
+                Err(e) => out.errors.push(e),
+            }
+        }
+        if !out.errors.is_empty() {
+            return out;
+        }
+        prepared.sort_by(|a, b| {
+            (apply_rank(&a.key.group, &a.key.kind), &a.key)
+                .cmp(&(apply_rank(&b.key.group, &b.key.kind), &b.key))
+        });
+        self.memory.retain_children(parent_key, &keep);
+        for p in &prepared {
+            let hash = body_hash(&p.body);
+            let same_body = self.memory.applied(parent_key, &p.key) == Some(hash);
+            let unchanged = p.live.as_ref().is_some_and(|l| {
+                serde_json::to_value(l).is_ok_and(|lv| {
+                    if same_body {
+                        !crate::diff::needs_apply_pruned(&p.body, &lv, &scheme.manager)
+                    } else {
+                        !crate::diff::needs_apply(&p.body, &lv, &scheme.manager)
+                    }
+                })
+            });
+            if unchanged {
+                continue;
+            }
+            tracing::info!(object = %p.key, "applying");
+            match apply::apply(&self.client, &p.kind, &p.key, &p.body, &scheme.manager).await {
+                Ok(()) => {
+                    out.applied += 1;
+                    self.handles.writes(WriteVerb::Apply, 1);
+                    self.memory
+                        .wrote_child(parent_key, &p.key, hash, self.clock.now());
+                }
+                Err(e) => {
+                    out.errors.push(e);
+                    return out;
+                }
+            }
+        }
+        self.delete_unplanned(&plan, parent, children, missing_kinds, &keep, &mut out)
+            .await;
+        out
+    }
+
+    async fn delete_unplanned(
+        &self,
+        plan: &PlanResult,
+        parent: &ParentRef,
+        children: &Children,
+        missing_kinds: &[ChildKind],
+        keep: &[ObjectKey],
+        out: &mut Applied,
+    ) {
+        let planned = plan.delete.iter().filter_map(|(kind, key)| {
+            // Only objects we listed as this parent's children: absent keys cost nothing,
+            // and an object without our labels is not ours to delete.
+            let live = children.get(key)?;
+            (live.metadata.deletion_timestamp.is_none()).then(|| (kind.clone(), key.clone()))
+        });
+        let mut deletions: Vec<(ChildKind, ObjectKey)> = planned
+            .chain(apply::orphans(children, &self.kinds, parent, keep))
+            .filter(|(kind, _)| !missing_kinds.contains(kind))
+            .collect();
+        deletions.sort_by(|a, b| a.1.cmp(&b.1));
+        deletions.dedup_by(|a, b| a.1 == b.1);
+        for (kind, key) in &deletions {
+            let uid = children.get(key).and_then(|o| o.metadata.uid.as_deref());
+            tracing::info!(object = %key, "deleting");
+            match apply::delete(&self.client, kind, key, uid).await {
+                Ok(true) => {
+                    out.deleted += 1;
+                    self.handles.writes(WriteVerb::Delete, 1);
+                }
+                Ok(false) => {}
+                Err(e) => out.errors.push(e),
+            }
+        }
+    }
+}

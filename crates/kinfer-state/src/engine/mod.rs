@@ -1,0 +1,474 @@
+//! The engine: runs a [`Pipeline`] for one object and applies the result.
+//!
+//! Contract, per reconcile:
+//! 1. An object annotated `<domain>/reconciliation-paused: "true"` is skipped entirely: no
+//!    reads, no writes, no status.
+//! 2. An object being deleted (`deletionTimestamp` set) is never planned nor applied: if it
+//!    carries the pipeline's finalizer, [`Pipeline::finalize`] runs (unless its namespace is
+//!    terminating or may not be read) and the finalizer is removed once it succeeded
+//!    ([`finalize`]). Otherwise the pipeline's finalizer, if it has one, is added first.
+//! 3. Children are listed by label (or served from a [`ChildStore`]); fetch and compose run.
+//! 4. Plan runs unless an **upstream** component has a user-fixable (Auth, InvalidSpec,
+//!    MissingUpstream) or infrastructure error, or the engine's own listing failed: what we
+//!    need must be there, and we must know what exists. Errors of downstream components (the
+//!    children themselves: a failed Job, a pod that cannot pull) never block: they feed status
+//!    and the requeue decision, and the plan may be exactly what fixes them. Its objects are
+//!    applied in dependency order ([`apply_plan`]), each only when it differs from the live
+//!    object on the fields we manage ([`crate::diff`]); then planned deletions and orphans.
+//! 5. Status is derived again with plan and apply errors, and patched only when a field we
+//!    write differs ([`status_write`]). Events are published for the transitions that matter
+//!    ([`crate::events`]) after the status write.
+//! 6. Decision: infrastructure errors requeue with per-object backoff (honouring Retry-After);
+//!    user-fixable errors wait for a change, or recheck on a slow timer when the object depends
+//!    on external state; success resets the backoff and requeues only if the plan asked.
+//!
+//! A steady state therefore performs zero writes, also after a restart (the diff reads only
+//! live objects). A new object costs its children, two status writes (the first pass observes
+//! no children yet, so it writes Progressing; the second observes them and writes Ready: the
+//! first pass cannot claim readiness it has not observed, and for workloads readiness needs a
+//! rollout anyway) and one event (`Ready` turning True). The engine never panics on object
+//! content: objects that do not deserialise are handled by [`Engine::reconcile_guarded`].
+//! Per-object memory is dropped with [`Engine::forget`] (on delete events) and
+//! [`Engine::sweep`].
+
+mod apply_plan;
+mod finalize;
+mod memory;
+mod status_write;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use kube::{Client, Resource, ResourceExt};
+use tracing::Instrument;
+
+use crate::apply::{self, ParentRef};
+use crate::backoff::{Backoff, BackoffPolicy};
+use crate::category::{CategorizedError, Direction, ErrorCategory};
+use crate::clock::{Clock, SystemClock, elapsed};
+use crate::condition::{ConditionStatus, ConditionType, Reason, Transition};
+use crate::events::Events;
+use crate::labels::LabelScheme;
+use crate::metrics::{ControllerMetrics, Metrics, WriteVerb};
+use crate::pipeline::{ChildKind, ObjectKey, Pipeline};
+use crate::status::{DEFAULT_INFRA_GRACE, OverallStatus};
+use crate::store::ChildStore;
+use memory::Memory;
+
+/// How an engine behaves.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Label domain, controller name and field manager.
+    pub scheme: LabelScheme,
+    /// Infrastructure grace period (upstream: 10 s).
+    pub grace: Duration,
+    /// Backoff for infrastructure errors (1 s doubling to 300 s).
+    pub backoff: BackoffPolicy,
+    /// Recheck interval for user-fixable errors of objects with external dependencies, for
+    /// resource exhaustion, and for child kinds the cluster does not serve.
+    pub slow_recheck: Duration,
+    /// The reporting instance of events (the pod name; the binary reads it from its
+    /// environment, the library never does).
+    pub instance: Option<String>,
+}
+
+impl EngineConfig {
+    /// Defaults for `scheme`.
+    pub fn new(scheme: LabelScheme) -> Self {
+        Self {
+            scheme,
+            grace: DEFAULT_INFRA_GRACE,
+            backoff: BackoffPolicy::default(),
+            slow_recheck: Duration::from_mins(5),
+            instance: None,
+        }
+    }
+
+    /// Report events as `instance` (the pod name).
+    #[must_use]
+    pub fn instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = Some(instance.into());
+        self
+    }
+}
+
+/// What one reconcile did (for tests, logs and benchmarks).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// What the controller runtime should do next.
+    pub action: Action,
+    /// The derived overall status (`None` when skipped or being deleted).
+    pub status: Option<OverallStatus>,
+    /// Applies sent.
+    pub applied: usize,
+    /// Deletes sent.
+    pub deleted: usize,
+    /// Whether status was patched.
+    pub status_written: bool,
+    /// Events published.
+    pub events: usize,
+    /// Finalizer patches sent (added or removed).
+    pub finalizers_written: usize,
+    /// Errors seen (components, listing, plan, apply, status), each once.
+    pub errors: Vec<CategorizedError>,
+    /// Skipped because paused or malformed.
+    pub skipped: bool,
+}
+
+impl Report {
+    fn skipped(action: Action) -> Self {
+        Self {
+            action,
+            status: None,
+            applied: 0,
+            deleted: 0,
+            status_written: false,
+            events: 0,
+            finalizers_written: 0,
+            errors: Vec::new(),
+            skipped: true,
+        }
+    }
+
+    /// Total writes sent (applies, deletes, status, events, finalizer patches).
+    pub fn writes(&self) -> usize {
+        self.applied
+            + self.deleted
+            + usize::from(self.status_written)
+            + self.events
+            + self.finalizers_written
+    }
+}
+
+/// Runs one controller's pipeline; see the module contract.
+pub struct Engine<P: Pipeline> {
+    pipeline: P,
+    client: Client,
+    config: EngineConfig,
+    clock: Arc<dyn Clock>,
+    backoff: Backoff<ObjectKey>,
+    metrics: Metrics,
+    handles: ControllerMetrics,
+    events: Events,
+    kinds: Vec<ChildKind>,
+    store: Option<Arc<dyn ChildStore>>,
+    memory: Memory,
+}
+
+impl<P: Pipeline> std::fmt::Debug for Engine<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Pipeline> Engine<P> {
+    /// An engine with the system clock. The pipeline's [`Pipeline::child_kinds`] are read once,
+    /// here.
+    pub fn new(pipeline: P, client: Client, config: EngineConfig, metrics: Metrics) -> Self {
+        let events = Events::new(
+            client.clone(),
+            &config.scheme.manager,
+            config.instance.clone(),
+        );
+        let handles = metrics.controller(&config.scheme.manager);
+        let kinds = pipeline.child_kinds();
+        Self {
+            pipeline,
+            backoff: Backoff::new(config.backoff),
+            client,
+            config,
+            clock: Arc::new(SystemClock),
+            metrics,
+            handles,
+            events,
+            kinds,
+            store: None,
+            memory: Memory::default(),
+        }
+    }
+
+    /// Use another clock (tests, simulations).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Serve children from `store` (filled from the operator's `.owns()` watches) for the
+    /// kinds it holds, instead of a LIST per kind per reconcile.
+    #[must_use]
+    pub fn with_child_store(mut self, store: Arc<dyn ChildStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The pipeline.
+    pub fn pipeline(&self) -> &P {
+        &self.pipeline
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn name(&self) -> &str {
+        &self.config.scheme.manager
+    }
+
+    /// The key the engine keeps per-object memory under.
+    pub fn key_of(obj: &impl Resource<DynamicType = ()>) -> ObjectKey {
+        ObjectKey {
+            kind: P::Object::kind(&()).into_owned(),
+            group: P::Object::group(&()).into_owned(),
+            namespace: obj.meta().namespace.clone(),
+            name: obj.meta().name.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Drop everything remembered about `key` (queue-wait start, last invalid error, last
+    /// status written, applied bodies, backoff). Call it on the object's delete event.
+    pub fn forget(&self, key: &ObjectKey) {
+        self.memory.forget(key);
+        self.backoff.forget(key);
+    }
+
+    /// Drop memory of objects not reconciled nor seen for `max_age` (objects whose delete
+    /// event was missed); returns how many were dropped.
+    pub fn sweep(&self, max_age: Duration) -> usize {
+        let dropped = self.memory.sweep(self.clock.now(), max_age);
+        self.backoff.retain(|k| !dropped.contains(k));
+        dropped.len()
+    }
+
+    /// Number of objects with per-object memory (for tests and metrics).
+    pub fn remembered(&self) -> usize {
+        self.memory.len().max(self.backoff.len())
+    }
+
+    /// Note that a watch event for `obj` was seen (feeds the queue-wait metric). Call it from
+    /// the watch stream, e.g. in a `.map` before `Controller::for_stream`.
+    pub fn observe_event(&self, obj: &impl Resource<DynamicType = ()>) {
+        self.memory.seen(&Self::key_of(obj), self.clock.now());
+    }
+
+    /// Reconcile an object that may not have deserialised: a malformed object is logged,
+    /// counted and reported once per distinct error as a Warning event, then waits for a change.
+    pub async fn reconcile_guarded(&self, guarded: &DeserializeGuard<P::Object>) -> Report {
+        match &guarded.0 {
+            Ok(obj) => self.reconcile(obj).await,
+            Err(invalid) => {
+                let key = Self::key_of(guarded);
+                self.handles.invalid();
+                self.handles.error(ErrorCategory::InvalidSpec);
+                let is_new = self.memory.invalid(&key, &invalid.error, self.clock.now());
+                tracing::warn!(object = %key, error = %invalid.error, "object does not deserialise; waiting for an edit");
+                let mut report = Report::skipped(Action::await_change());
+                if is_new {
+                    let t = Transition {
+                        type_: ConditionType::ConfigValid,
+                        from: None,
+                        status: ConditionStatus::False,
+                        reason: Reason::InvalidSpec,
+                        message: invalid.error.clone(),
+                    };
+                    let reference = guarded.object_ref(&());
+                    report.events = self
+                        .events
+                        .publish(&reference, std::slice::from_ref(&t))
+                        .await;
+                    self.handles.writes(WriteVerb::Event, report.events);
+                }
+                report
+            }
+        }
+    }
+
+    /// Reconcile one object; see the module contract.
+    pub async fn reconcile(&self, obj: &P::Object) -> Report {
+        let key = Self::key_of(obj);
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.name(),
+            name = %key.name,
+            namespace = key.namespace.as_deref().unwrap_or(""),
+        );
+        async move {
+            if obj.annotations().get(&self.config.scheme.paused_annotation()).map(String::as_str) == Some("true") {
+                tracing::debug!("reconciliation paused");
+                self.handles.paused();
+                return Report::skipped(Action::await_change());
+            }
+            if let Some(at) = self.memory.start(&key, self.clock.now()) {
+                self.handles.queue_wait(elapsed(at, self.clock.now()).as_secs_f64());
+            }
+            let started = Instant::now();
+            let report = self.run(obj, &key).await;
+            self.handles.reconciled(started.elapsed().as_secs_f64());
+            for e in &report.errors {
+                self.handles.error(e.category);
+            }
+            tracing::debug!(status = ?report.status, applied = report.applied, deleted = report.deleted, status_written = report.status_written, "reconciled");
+            report
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn parent_of(obj: &P::Object, key: &ObjectKey) -> ParentRef {
+        ParentRef {
+            api_version: P::Object::api_version(&()).into_owned(),
+            kind: P::Object::kind(&()).into_owned(),
+            name: key.name.clone(),
+            namespace: key.namespace.clone(),
+            uid: obj.meta().uid.clone().unwrap_or_default(),
+            labels: obj.labels().clone(),
+        }
+    }
+
+    async fn run(&self, obj: &P::Object, key: &ObjectKey) -> Report {
+        if obj.meta().deletion_timestamp.is_some() {
+            return self.finalize(obj, key).await;
+        }
+        let parent = Self::parent_of(obj, key);
+        let mut errors: Vec<CategorizedError> = Vec::new();
+        let mut finalizers_written = 0;
+        match self.ensure_finalizer(obj).await {
+            Ok(n) => finalizers_written = n,
+            Err(e) => errors.push(CategorizedError::from_error(&e)),
+        }
+        let listing = apply::list_children(
+            &self.client,
+            &self.kinds,
+            &parent,
+            &self.config.scheme,
+            self.store.as_deref(),
+            self.config.slow_recheck,
+        )
+        .await;
+        let children = listing.children;
+        let fetched = self.pipeline.fetch(&self.client, obj, &children).await;
+        let observation = self.pipeline.compose(obj, &children, fetched);
+        errors.extend(listing.errors.iter().map(CategorizedError::from_error));
+
+        let upstream_blocked = observation
+            .components
+            .iter()
+            .filter(|c| c.effective_direction() == Direction::Upstream)
+            .flat_map(|c| c.errors.iter())
+            .any(|e| e.category.is_user_fixable() || e.category == ErrorCategory::Infrastructure);
+        let blocked = upstream_blocked || !listing.errors.is_empty();
+        let (mut applied, mut deleted) = (0, 0);
+        let mut requeue_after = None;
+        if blocked {
+            tracing::debug!("an upstream dependency or the listing failed; not planning");
+        } else {
+            match self.pipeline.plan(obj, &observation) {
+                Ok(plan) => {
+                    requeue_after = plan.requeue_after;
+                    let outcome = self
+                        .apply_plan(
+                            obj,
+                            key,
+                            plan,
+                            &parent,
+                            &children,
+                            &listing.missing_kinds,
+                            &observation,
+                        )
+                        .await;
+                    applied = outcome.applied;
+                    deleted = outcome.deleted;
+                    errors.extend(outcome.errors.iter().map(CategorizedError::from_error));
+                }
+                Err(e) => errors.push(CategorizedError::from_error(&e)),
+            }
+        }
+
+        let outcome = self.write_status(obj, key, &observation, &errors).await;
+        if let Some(e) = &outcome.error {
+            errors.push(CategorizedError::from_error(e));
+        }
+        let mut all: Vec<CategorizedError> = Vec::new();
+        for e in observation
+            .components
+            .iter()
+            .flat_map(|c| c.errors.iter())
+            .chain(errors.iter())
+        {
+            // A listing error also reaches the components that look up that kind: once.
+            if !all.contains(e) {
+                all.push(e.clone());
+            }
+        }
+        let action = self.decide(key, &all, observation.external, requeue_after);
+        Report {
+            action,
+            status: Some(outcome.status),
+            applied,
+            deleted,
+            status_written: outcome.written,
+            events: outcome.events,
+            finalizers_written,
+            errors: all,
+            skipped: false,
+        }
+    }
+
+    fn decide(
+        &self,
+        key: &ObjectKey,
+        errors: &[CategorizedError],
+        external: bool,
+        requeue_after: Option<Duration>,
+    ) -> Action {
+        let has = |c: ErrorCategory| errors.iter().any(|e| e.category == c);
+        if has(ErrorCategory::Infrastructure) {
+            let retry_after = errors.iter().filter_map(|e| e.retry_after).max();
+            let delay = self.backoff.failure(key, retry_after);
+            tracing::info!(
+                delay_s = delay.as_secs_f64(),
+                "infrastructure error; backing off"
+            );
+            return Action::requeue(delay);
+        }
+        self.backoff.success(key);
+        if errors.iter().any(|e| e.category.is_user_fixable()) {
+            for e in errors.iter().filter(|e| e.category.is_user_fixable()) {
+                tracing::info!(category = %e.category, error = %e.message, "waiting for a fix");
+            }
+            return if external {
+                Action::requeue(self.config.slow_recheck)
+            } else {
+                Action::await_change()
+            };
+        }
+        if has(ErrorCategory::ResourceExhaustion) {
+            return Action::requeue(self.config.slow_recheck);
+        }
+        requeue_after.map_or_else(Action::await_change, Action::requeue)
+    }
+}
+
+/// `reconcile` for `kube::runtime::Controller` over `DeserializeGuard<K>`.
+pub async fn reconcile<P: Pipeline>(
+    obj: Arc<DeserializeGuard<P::Object>>,
+    engine: Arc<Engine<P>>,
+) -> Result<Action, std::convert::Infallible> {
+    Ok(engine.reconcile_guarded(&obj).await.action)
+}
+
+#[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` requires
+/// `error_policy` for `kube::runtime::Controller`; unreachable with [`reconcile`], which handles
+/// every error itself, but required by the runtime.
+pub fn error_policy<P: Pipeline>(
+    _obj: Arc<DeserializeGuard<P::Object>>,
+    _error: &std::convert::Infallible,
+    engine: Arc<Engine<P>>,
+) -> Action {
+    Action::requeue(engine.config.backoff.base)
+}

@@ -1,0 +1,169 @@
+//! Paused, malformed and deleted objects; finalizers.
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+use crate::common::*;
+
+#[tokio::test]
+async fn paused_objects_are_not_touched() {
+    let env = env().await;
+    env.create("t7", &[("a", "1")]).await;
+    let patch = json!({"metadata": {"annotations": {"example.com/reconciliation-paused": "true"}}});
+    env.toys
+        .patch("t7", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("pause");
+    let toy = env.get("t7").await;
+    let before: u64 = env.cluster.counters().snapshot().values().sum();
+    let r = env.engine.reconcile(&toy).await;
+    assert!(r.skipped);
+    assert_eq!(
+        env.cluster.counters().snapshot().values().sum::<u64>(),
+        before,
+        "no request at all"
+    );
+    assert!(env.cms.get_opt("t7-a").await.expect("get").is_none());
+}
+
+#[tokio::test]
+async fn a_malformed_object_is_reported_once_and_does_not_stop_the_controller() {
+    let env = env().await;
+    let raw: Api<kube::core::DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        NS,
+        &kube::core::ApiResource::erase::<Toy>(&()),
+    );
+    let bad: kube::core::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Toy",
+        "metadata": {"name": "bad"},
+        "spec": {"children": "not-a-map"}
+    }))
+    .expect("dynamic");
+    raw.create(&PostParams::default(), &bad)
+        .await
+        .expect("create bad");
+    env.create("good", &[("a", "1")]).await;
+
+    let guarded: Api<DeserializeGuard<Toy>> = Api::namespaced(env.client.clone(), NS);
+    let list = guarded
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("list");
+    assert_eq!(
+        list.items.len(),
+        2,
+        "one bad object does not break the list"
+    );
+    let mut events = 0;
+    for _ in 0..2 {
+        for obj in &list.items {
+            let r = env.engine.reconcile_guarded(obj).await;
+            if obj.0.is_err() {
+                assert!(r.skipped);
+                events += r.events;
+            }
+        }
+    }
+    assert_eq!(events, 1, "the same error is reported once");
+    assert!(
+        env.cms.get_opt("good-a").await.expect("get").is_some(),
+        "the good object was reconciled"
+    );
+}
+
+fn finalizing(fail: bool) -> ToyPipeline {
+    ToyPipeline {
+        finalizer: Some("example.com/cleanup".into()),
+        fail_finalize: fail,
+        ..ToyPipeline::default()
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_object_is_finalized_not_reconciled() {
+    let pipeline = finalizing(false);
+    let finalized = pipeline.finalized.clone();
+    let env = env_with(pipeline).await;
+    env.create("del", &[("a", "1")]).await;
+    let r = env.pass("del").await;
+    assert_eq!(
+        r.finalizers_written, 1,
+        "the finalizer is added first: {r:?}"
+    );
+    env.converge("del").await;
+    assert_eq!(
+        env.get("del").await.metadata.finalizers.unwrap_or_default(),
+        ["example.com/cleanup"]
+    );
+
+    env.toys
+        .delete("del", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let deleting = env.get("del").await;
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    let r = env.engine.reconcile(&deleting).await;
+    assert_eq!(
+        (r.applied, r.status_written, r.finalizers_written),
+        (0, false, 1),
+        "{r:?}"
+    );
+    assert_eq!(finalized.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        env.toys.get_opt("del").await.expect("get").is_none(),
+        "gone"
+    );
+}
+
+#[tokio::test]
+async fn a_terminating_namespace_is_never_blocked() {
+    let pipeline = finalizing(true);
+    let finalized = pipeline.finalized.clone();
+    let env = env_with(pipeline).await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.client.clone());
+    let ns: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "doomed"}})).expect("ns");
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace");
+    env.create_toy(toy("t", "doomed", &[("a", "1")])).await;
+    let toys: Api<Toy> = Api::namespaced(env.client.clone(), "doomed");
+    let r = env
+        .engine
+        .reconcile(&toys.get("t").await.expect("toy"))
+        .await;
+    assert_eq!(r.finalizers_written, 1, "{r:?}");
+
+    // While the namespace lives, a failing cleanup keeps the finalizer (and retries).
+    toys.delete("t", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let r = env
+        .engine
+        .reconcile(&toys.get("t").await.expect("toy"))
+        .await;
+    assert_eq!(r.finalizers_written, 0, "{r:?}");
+    assert!(matches!(r.action, Action { .. }));
+    assert_eq!(finalized.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // The namespace goes away: the finalizer is removed without cleanup.
+    namespaces
+        .delete("doomed", &DeleteParams::default())
+        .await
+        .expect("delete namespace");
+    let r = env
+        .engine
+        .reconcile(&toys.get("t").await.expect("toy"))
+        .await;
+    assert_eq!(r.finalizers_written, 1, "{r:?}");
+    assert_eq!(
+        finalized.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "no cleanup attempted"
+    );
+    assert!(toys.get_opt("t").await.expect("get").is_none());
+}

@@ -1,0 +1,136 @@
+//! End to end through the library entry point the binary calls (`zerfoo_operator::app::run`),
+//! in-process against the simulated test cluster: flags parsed as `zerfoo-operator run` parses
+//! them, leader election on, a service applied and Ready, then the termination signal: the
+//! controllers stop, the Lease is released and `run` returns `Ok`.
+
+use std::time::Duration;
+
+use clap::Parser;
+use gateway_api::httproutes::HttpRoute;
+use k8s_openapi::api::coordination::v1::Lease;
+use kinfer_api::zerfoo::ZerfooInferenceService;
+use kinfer_testkit::TestCluster;
+use kube::{Api, CustomResourceExt};
+use tokio::sync::oneshot;
+use zerfoo_operator::app::{LEASE_NAME, RunArgs, run};
+
+use crate::common::{NS, WAIT, condition_status, valid_spec, wait_for};
+
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+fn args(extra: &[&str]) -> RunArgs {
+    let base = [
+        "run",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--health-addr",
+        "127.0.0.1:0",
+        "--watch-namespace",
+        NS,
+        "--log-format",
+        "json",
+    ];
+    Cli::try_parse_from(base.iter().chain(extra))
+        .expect("flags")
+        .run
+}
+
+#[tokio::test]
+async fn run_leads_reconciles_to_ready_and_stops_on_termination() {
+    let cluster = TestCluster::start_simulated().await.expect("test cluster");
+    cluster
+        .install_crds(&[ZerfooInferenceService::crd(), HttpRoute::crd()])
+        .expect("crds");
+    let client =
+        kinfer_operator::client::from_kubeconfig(cluster.kubeconfig().expect("kubeconfig"))
+            .await
+            .expect("client");
+    let args = args(&[
+        "--leader-elect",
+        "--leader-election-namespace",
+        NS,
+        "--leader-election-identity",
+        "zerfoo-operator-0",
+        "--default-gateway",
+        "infra/public",
+    ]);
+    assert_eq!(args.common.concurrency, 4);
+    let (term, shutdown) = oneshot::channel::<()>();
+    let operator = tokio::spawn(run(args, client.clone(), async move {
+        let _ = shutdown.await;
+    }));
+
+    let services: Api<ZerfooInferenceService> = Api::namespaced(client.clone(), NS);
+    let mut spec = valid_spec();
+    spec.canary = Some(kinfer_api::zerfoo::CanarySpec {
+        model_ref: "llama3-8b-q8".into(),
+        weight: 20,
+    });
+    let mut zis = ZerfooInferenceService::new("e2e", spec);
+    zis.metadata.namespace = Some(NS.into());
+    services
+        .create(&kube::api::PostParams::default(), &zis)
+        .await
+        .expect("create");
+    wait_for(&services, "e2e", |z: Option<&ZerfooInferenceService>| {
+        z.is_some_and(|z| condition_status(z, "Ready") == "True")
+    })
+    .await;
+    let ready = services.get("e2e").await.expect("get");
+    assert_eq!(condition_status(&ready, "RouteReady"), "True");
+    let routes: Api<HttpRoute> = Api::namespaced(client.clone(), NS);
+    let route = routes.get("e2e-route").await.expect("route");
+    assert_eq!(crate::common::backends(&route).len(), 2);
+
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let holder = |l: Lease| l.spec.and_then(|s| s.holder_identity);
+    assert_eq!(
+        holder(leases.get(LEASE_NAME).await.expect("lease")).as_deref(),
+        Some("zerfoo-operator-0")
+    );
+
+    // SIGTERM: controllers drain, the Lease is released, run returns Ok.
+    term.send(()).expect("operator listening");
+    tokio::time::timeout(WAIT, operator)
+        .await
+        .expect("stops in time")
+        .expect("task")
+        .expect("clean stop");
+    assert_eq!(holder(leases.get(LEASE_NAME).await.expect("lease")), None);
+}
+
+#[tokio::test]
+async fn run_fails_fast_without_the_crd_and_with_incomplete_leader_flags() {
+    let cluster = TestCluster::start().await.expect("test cluster");
+    let client = cluster.client().expect("client");
+    let err = run(args(&[]), client.clone(), std::future::pending())
+        .await
+        .expect_err("no CRD");
+    assert!(
+        err.to_string().contains("kubectl apply -k deploy/crds"),
+        "{err}"
+    );
+
+    cluster
+        .install_crds(&[ZerfooInferenceService::crd()])
+        .expect("crds");
+    let incomplete = args(&[
+        "--leader-elect",
+        "--leader-election-namespace",
+        NS,
+        "--leader-election-identity",
+        "",
+    ]);
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        run(incomplete, client, std::future::pending()),
+    )
+    .await
+    .expect("fails at once")
+    .expect_err("no identity");
+    assert!(err.to_string().contains("POD_NAME"), "{err}");
+}
