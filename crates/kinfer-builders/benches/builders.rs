@@ -50,8 +50,12 @@ fn bundles(c: &mut Criterion) {
                 let ip = inference_pool::inference_pool(black_box(&pool)).expect("builds");
                 let e = epp::epp_bundle(black_box(&eppi)).expect("builds");
                 let r = gateway::pool_route(black_box(&pool_route)).expect("builds");
-                let m = monitoring::role_pod_monitor(&pool.parent, deployment::Role::Decode)
-                    .expect("builds");
+                let m = monitoring::role_pod_monitor(
+                    &pool.parent,
+                    deployment::Role::Decode,
+                    &monitoring::ScrapeTarget::default(),
+                )
+                .expect("builds");
                 (d, p, ip, e, r, m)
             });
         },

@@ -17,7 +17,9 @@
 //!   merged with the user's by name; startup/readiness/liveness probes on the engine's health
 //!   endpoint; `/dev/shm`;
 //! - with a routing proxy (decode only), a native sidecar listens on the engine port and vLLM
-//!   moves to the proxy's target port, which the probes follow;
+//!   moves to the proxy's target port, which the probes follow; its args are upstream's
+//!   (`--port --vllm-port --connector [--zap-encoder] [--zap-log-level] --secure-proxy
+//!   [--prefiller-use-tls] [--cert-path]`), with the OpenTelemetry env when tracing is on;
 //! - RollingUpdate with no surge: a GPU node has no room for an extra pod;
 //! - `replicas` is omitted when an autoscaler owns it.
 
@@ -38,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::{self, var};
 use crate::error::{Error, Warning};
 use crate::meta::{Parent, non_empty, non_empty_vec, object_meta};
+use crate::monitoring::Otel;
 use crate::naming::{self, Dns1123Subdomain};
 use crate::{labels, pod, resources, security};
 
@@ -134,9 +137,21 @@ pub struct RoutingProxy {
     pub connector: String,
     /// vLLM's port behind the proxy.
     pub target_port: i32,
-    /// Serve TLS.
+    /// Serve TLS (`--secure-proxy`, always written: the sidecar defaults to true).
     #[serde(default)]
     pub secure_proxy: bool,
+    /// `--zap-encoder`, when set.
+    #[serde(default)]
+    pub zap_encoder: Option<String>,
+    /// `--zap-log-level`, when set.
+    #[serde(default)]
+    pub zap_log_level: Option<String>,
+    /// `--prefiller-use-tls`, when set.
+    #[serde(default)]
+    pub prefiller_use_tls: Option<bool>,
+    /// `--cert-path`, when set.
+    #[serde(default)]
+    pub cert_path: Option<String>,
 }
 
 /// A resolved ModelService role.
@@ -182,6 +197,10 @@ pub struct ModelDeploymentInput {
     /// `/dev/shm` size; [`pod::DEFAULT_SHM_SIZE`] when absent.
     #[serde(default)]
     pub shm_size: Option<String>,
+    /// Trace export of the routing sidecar (service `llm-d-routing-sidecar`), when tracing is
+    /// on.
+    #[serde(default)]
+    pub tracing: Option<Otel>,
 }
 
 /// A built Deployment and what the caller should surface.
@@ -259,7 +278,11 @@ pub fn model_deployment(input: &ModelDeploymentInput) -> Result<BuiltDeployment,
     let vllm_port = proxy.map_or(input.engine.port, |p| p.target_port);
     let mut init_containers = vec![unpack_container(input)];
     if let Some(proxy) = proxy {
-        init_containers.push(proxy_container(proxy, input.engine.port));
+        init_containers.push(proxy_container(
+            proxy,
+            input.engine.port,
+            input.tracing.as_ref(),
+        ));
     }
     let spec = PodSpec {
         init_containers: Some(init_containers),
@@ -415,17 +438,35 @@ fn unpack_container(input: &ModelDeploymentInput) -> Container {
     }
 }
 
-fn proxy_container(proxy: &RoutingProxy, port: i32) -> Container {
+/// The sidecar's OpenTelemetry service name.
+pub const ROUTING_PROXY_SERVICE: &str = "llm-d-routing-sidecar";
+
+fn proxy_container(proxy: &RoutingProxy, port: i32, tracing: Option<&Otel>) -> Container {
+    let mut args = vec![
+        format!("--port={port}"),
+        format!("--vllm-port={}", proxy.target_port),
+        format!("--connector={}", proxy.connector),
+    ];
+    let set = |v: &Option<String>| v.as_deref().filter(|v| !v.is_empty()).map(str::to_owned);
+    if let Some(v) = set(&proxy.zap_encoder) {
+        args.push(format!("--zap-encoder={v}"));
+    }
+    if let Some(v) = set(&proxy.zap_log_level) {
+        args.push(format!("--zap-log-level={v}"));
+    }
+    args.push(format!("--secure-proxy={}", proxy.secure_proxy));
+    if let Some(v) = proxy.prefiller_use_tls {
+        args.push(format!("--prefiller-use-tls={v}"));
+    }
+    if let Some(v) = set(&proxy.cert_path) {
+        args.push(format!("--cert-path={v}"));
+    }
     Container {
         name: "routing-proxy".to_owned(),
         image: Some(proxy.image.clone()),
         restart_policy: Some("Always".to_owned()),
-        args: Some(vec![
-            format!("--port={port}"),
-            format!("--vllm-port={}", proxy.target_port),
-            format!("--connector={}", proxy.connector),
-            format!("--secure-proxy={}", proxy.secure_proxy),
-        ]),
+        args: Some(args),
+        env: tracing.map(|t| t.env(ROUTING_PROXY_SERVICE)),
         ports: Some(vec![pod::tcp_port("proxy", port)]),
         security_context: Some(security::container(true)),
         ..Container::default()

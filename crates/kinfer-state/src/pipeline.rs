@@ -16,7 +16,9 @@
 //!   serialised (untyped JSON stays the trait's return type so existing pipelines keep
 //!   compiling); the engine compares only the fields this JSON sets.
 //! - **finalize** (optional, with [`Pipeline::finalizer`]) cleans up what owner references
-//!   cannot reach before the object goes away; it never runs in a terminating namespace.
+//!   cannot reach before the object goes away; it never runs in a terminating namespace. With
+//!   [`Pipeline::needs_finalizer`] the finalizer is per object: added only while it is needed,
+//!   released (finalize, then removal) when it no longer is.
 //! - The engine owns everything else: listing children, labels, owner references, apply order,
 //!   diffing, deletion, status patching, events, metrics, backoff, finalizer bookkeeping.
 
@@ -399,6 +401,15 @@ pub trait Pipeline: Send + Sync + 'static {
     /// beyond owner-reference garbage collection.
     fn finalizer(&self) -> Option<String> {
         None
+    }
+
+    /// Whether `object` needs [`Pipeline::finalizer`] now (e.g. only while it has
+    /// cluster-scoped children that owner references cannot reach). Default: always. When this
+    /// turns false for a live object that still carries the finalizer, the engine runs
+    /// [`Pipeline::finalize`] and removes the finalizer once that succeeded, as on deletion
+    /// (without the namespace check: the object is not going away).
+    fn needs_finalizer(&self, _object: &Self::Object) -> bool {
+        true
     }
 
     /// Clean up before the object goes away (called while it carries the finalizer and has a

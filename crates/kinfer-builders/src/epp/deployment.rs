@@ -59,6 +59,34 @@ fn default_resources() -> ResourceRequirements {
     }
 }
 
+/// The EPP's OpenTelemetry service name.
+pub const OTEL_SERVICE: &str = "gateway-api-inference-extension";
+
+/// `NAMESPACE`, `POD_NAME`, and with tracing upstream's exporter env and resource attributes
+/// (NOTES section c).
+fn env(input: &EppInput) -> Vec<EnvVar> {
+    let mut vars = vec![
+        field_env("NAMESPACE", "metadata.namespace"),
+        field_env("POD_NAME", "metadata.name"),
+    ];
+    if let Some(otel) = input.otel.as_ref().filter(|_| input.tracing) {
+        vars.extend(otel.env(OTEL_SERVICE));
+        vars.push(field_env(
+            "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME",
+            "spec.nodeName",
+        ));
+        vars.push(field_env(
+            "OTEL_RESOURCE_ATTRIBUTES_POD_NAME",
+            "metadata.name",
+        ));
+        vars.push(crate::env::var(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "k8s.namespace.name=$(NAMESPACE),k8s.node.name=$(OTEL_RESOURCE_ATTRIBUTES_NODE_NAME),k8s.pod.name=$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)",
+        ));
+    }
+    vars
+}
+
 /// The EPP's object names.
 pub(super) struct Names<'a> {
     pub epp: &'a Dns1035Label,
@@ -110,10 +138,7 @@ pub(super) fn deployment(
         image: Some(input.image.clone()),
         image_pull_policy: Some("IfNotPresent".to_owned()),
         args: Some(args),
-        env: Some(vec![
-            field_env("NAMESPACE", "metadata.namespace"),
-            field_env("POD_NAME", "metadata.name"),
-        ]),
+        env: Some(env(input)),
         ports: Some(vec![
             pod::tcp_port("grpc-ext-proc", input.port),
             pod::tcp_port("grpc-health", GRPC_HEALTH_PORT),

@@ -4,8 +4,10 @@
 //! ports 9002 ext-proc / 9003 health / 9090 metrics, gRPC probes, leader election when
 //! replicas > 1, a `checksum/config` pod annotation that changes exactly when the config does),
 //! its Service, the plugins ConfigMap, ServiceAccount, Role and RoleBinding; with metrics
-//! authentication a ClusterRole and ClusterRoleBinding and a token Secret; optionally a
-//! ServiceMonitor and an Istio DestinationRule. Names and labels are otterscale's
+//! authentication a ClusterRole and ClusterRoleBinding and a token Secret (not for the GKE
+//! provider, which scrapes with its own identity); optionally a ServiceMonitor (with the
+//! token as bearer authorization) and an Istio DestinationRule; with tracing, the
+//! OpenTelemetry exporter env. Names and labels are otterscale's
 //! ([`naming::modelservice`], [`labels::otterscale`]): `<epp>` = `<ms>-epp`, `<epp>-config`,
 //! `<epp>-sa-metrics-reader-secret`, ClusterRole/Binding `<namespace>-<epp>`; labels
 //! `Selector(<epp>, "epp")`; the Deployment selects those plus `inferencepool: <epp>`; the EPP
@@ -28,11 +30,12 @@ use kinfer_api::monitoring::ServiceMonitor;
 use serde::{Deserialize, Serialize};
 
 pub use config::{DEFAULT_PLUGINS, EppConfig, PD_CONFIG, config_hash};
-pub use deployment::{CONFIG_HASH_ANNOTATION, GRPC_HEALTH_PORT, METRICS_PORT};
+pub use deployment::{CONFIG_HASH_ANNOTATION, GRPC_HEALTH_PORT, METRICS_PORT, OTEL_SERVICE};
 
 use crate::error::Error;
 use crate::labels;
 use crate::meta::{Parent, object_meta};
+use crate::monitoring::Otel;
 use crate::naming::{self, Dns1035Label};
 use crate::service::{self, Port};
 
@@ -61,9 +64,17 @@ pub struct EppInput {
     /// Metrics behind authentication (token Secret and cluster RBAC).
     #[serde(default)]
     pub metrics_auth: bool,
-    /// OpenTelemetry tracing.
+    /// OpenTelemetry tracing (`--tracing`).
     #[serde(default)]
     pub tracing: bool,
+    /// The trace exporter env (service `gateway-api-inference-extension`, plus the pod's
+    /// resource attributes), written only with `tracing`.
+    #[serde(default)]
+    pub otel: Option<Otel>,
+    /// The GKE provider: Prometheus scrapes with GKE's own identity, so no token Secret and no
+    /// ServiceMonitor authorization (upstream's behaviour).
+    #[serde(default)]
+    pub gke: bool,
     /// A ServiceMonitor for the metrics port.
     #[serde(default)]
     pub service_monitor: bool,
@@ -172,12 +183,14 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
                 ns,
                 object_labels.clone(),
             )),
-            Some(rbac::token_secret(
-                secret_name.as_str(),
-                ns,
-                name.as_str(),
-                object_labels.clone(),
-            )),
+            (!input.gke).then(|| {
+                rbac::token_secret(
+                    secret_name.as_str(),
+                    ns,
+                    name.as_str(),
+                    object_labels.clone(),
+                )
+            }),
         )
     } else {
         (None, None, None)

@@ -163,7 +163,12 @@ fn children(name: &str, ns: &str) -> Vec<(&'static str, String, Class)> {
             meta_name(&built.deployment.metadata),
             Class::Subdomain,
         ));
-        let monitor = crate::monitoring::role_pod_monitor(&parent, role).expect("builds");
+        let monitor = crate::monitoring::role_pod_monitor(
+            &parent,
+            role,
+            &crate::monitoring::ScrapeTarget::default(),
+        )
+        .expect("builds");
         out.push(("PodMonitor", meta_name(&monitor.metadata), Class::Subdomain));
     }
     let pool: crate::inference_pool::PoolInput = serde_json::from_value(serde_json::json!({

@@ -1,6 +1,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use kinfer_builders::Warning;
 use kinfer_builders::deployment::{ModelDeploymentInput, model_deployment};
+use kinfer_builders::monitoring::Otel;
 use serde_json::Value;
 
 use crate::common::{assert_core_valid, input};
@@ -170,4 +171,82 @@ fn unpack_uses_tls_unless_asked_and_mounts_the_first_pull_secret() {
     );
     assert_eq!(unpack["volumeMounts"][2]["mountPath"], "/.docker");
     assert_eq!(unpack["securityContext"]["readOnlyRootFilesystem"], true);
+}
+
+#[test]
+fn routing_proxy_optional_flags_follow_upstream_order_and_tracing_adds_otel_env() {
+    let mut i: ModelDeploymentInput = input("deployment-decode");
+    let proxy_of = |i: &ModelDeploymentInput| {
+        let d = model_deployment(i).expect("builds").deployment;
+        assert_core_valid(&d);
+        d.spec
+            .and_then(|s| s.template.spec)
+            .and_then(|p| p.init_containers)
+            .into_iter()
+            .flatten()
+            .find(|c| c.name == "routing-proxy")
+            .expect("proxy")
+    };
+    let plain = proxy_of(&i);
+    assert_eq!(
+        plain.args.as_deref().expect("args"),
+        [
+            "--port=8000",
+            "--vllm-port=8200",
+            "--connector=nixlv2",
+            "--secure-proxy=false"
+        ]
+    );
+    assert!(plain.env.is_none());
+
+    let proxy = i.routing_proxy.as_mut().expect("proxy");
+    proxy.zap_encoder = Some("json".into());
+    proxy.zap_log_level = Some(String::new()); // empty: not passed
+    proxy.prefiller_use_tls = Some(true);
+    proxy.cert_path = Some("/certs".into());
+    proxy.secure_proxy = true;
+    i.tracing = Some(Otel {
+        endpoint: "http://otel:4317".into(),
+        sampler: "parentbased_traceidratio".into(),
+        sampler_arg: String::new(),
+    });
+    let c = proxy_of(&i);
+    assert_eq!(
+        c.args.as_deref().expect("args"),
+        [
+            "--port=8000",
+            "--vllm-port=8200",
+            "--connector=nixlv2",
+            "--zap-encoder=json",
+            "--secure-proxy=true",
+            "--prefiller-use-tls=true",
+            "--cert-path=/certs"
+        ]
+    );
+    let env: Vec<(String, String)> = c
+        .env
+        .expect("env")
+        .into_iter()
+        .map(|v| (v.name, v.value.unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("OTEL_SERVICE_NAME", "llm-d-routing-sidecar"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel:4317"),
+            ("OTEL_TRACES_EXPORTER", "otlp"),
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    );
+    // Tracing never reaches the engine container.
+    let d = model_deployment(&i).expect("builds").deployment;
+    let vllm = &d.spec.expect("spec").template.spec.expect("pod").containers[0];
+    assert!(
+        !vllm
+            .env
+            .iter()
+            .flatten()
+            .any(|v| v.name.starts_with("OTEL_"))
+    );
 }

@@ -268,3 +268,85 @@ fn custom_config_file_names_must_be_plain_configmap_keys() {
     };
     assert!(epp_bundle(&i).is_ok());
 }
+
+fn epp_env(b: &EppBundle) -> Vec<String> {
+    b.deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(|p| {
+            p.containers[0]
+                .env
+                .iter()
+                .flatten()
+                .map(|v| v.name.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn tracing_adds_upstreams_otel_env_only_when_on() {
+    let mut i: EppInput = input("epp");
+    i.otel = Some(kinfer_builders::monitoring::Otel {
+        endpoint: "http://otel:4317".into(),
+        sampler: "parentbased_traceidratio".into(),
+        sampler_arg: "0.01".into(),
+    });
+    i.tracing = false;
+    assert_eq!(
+        epp_env(&epp_bundle(&i).expect("builds")),
+        ["NAMESPACE", "POD_NAME"]
+    );
+    i.tracing = true;
+    let b = epp_bundle(&i).expect("builds");
+    check(&b);
+    assert_eq!(
+        epp_env(&b),
+        [
+            "NAMESPACE",
+            "POD_NAME",
+            "OTEL_SERVICE_NAME",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_TRACES_EXPORTER",
+            "OTEL_TRACES_SAMPLER",
+            "OTEL_TRACES_SAMPLER_ARG",
+            "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME",
+            "OTEL_RESOURCE_ATTRIBUTES_POD_NAME",
+            "OTEL_RESOURCE_ATTRIBUTES",
+        ]
+    );
+    let env = b
+        .deployment
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("pod")
+        .containers[0]
+        .env
+        .clone()
+        .expect("env");
+    assert_eq!(
+        env[2].value.as_deref(),
+        Some(kinfer_builders::epp::OTEL_SERVICE)
+    );
+}
+
+#[test]
+fn the_gke_provider_gets_no_token_secret_and_no_scrape_authorization() {
+    let mut i: EppInput = input("epp");
+    let b = epp_bundle(&i).expect("builds");
+    assert!(b.token_secret.is_some());
+    let auth = |b: &EppBundle| {
+        b.service_monitor.as_ref().expect("monitor").spec.endpoints[0]
+            .authorization
+            .is_some()
+    };
+    assert!(auth(&b));
+    i.gke = true;
+    let b = epp_bundle(&i).expect("builds");
+    check(&b);
+    assert!(b.token_secret.is_none());
+    assert!(!auth(&b));
+    // Metrics auth itself (cluster RBAC) is independent of the provider.
+    assert!(b.cluster_role.is_some() && b.cluster_role_binding.is_some());
+}

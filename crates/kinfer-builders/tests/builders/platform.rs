@@ -5,7 +5,7 @@ use kinfer_api::monitoring::PodMonitor;
 use kinfer_builders::autoscaling::{HpaInput, Metric, horizontal_pod_autoscaler};
 use kinfer_builders::deployment::Role;
 use kinfer_builders::inference_pool::{PoolInput, inference_pool};
-use kinfer_builders::monitoring::role_pod_monitor;
+use kinfer_builders::monitoring::{ScrapeTarget, role_pod_monitor};
 use kinfer_builders::service::{ServiceInput, Track, service, track_service};
 
 use crate::common::{assert_core_valid, assert_ours_valid, assert_upstream_valid, input};
@@ -109,7 +109,7 @@ fn inference_pool_validates_and_snapshots() {
 fn pod_monitors_validate_and_snapshot() {
     let i: PoolInput = input("pool");
     for role in [Role::Decode, Role::Prefill] {
-        let pm = role_pod_monitor(&i.parent, role).expect("builds");
+        let pm = role_pod_monitor(&i.parent, role, &ScrapeTarget::default()).expect("builds");
         assert_upstream_valid(
             &pm,
             "prometheus-operator/monitoring.coreos.com_podmonitors.yaml",
@@ -117,7 +117,32 @@ fn pod_monitors_validate_and_snapshot() {
         );
         assert_ours_valid::<PodMonitor>(&pm);
     }
-    let pm = role_pod_monitor(&i.parent, Role::Decode).expect("builds");
+    let pm = role_pod_monitor(&i.parent, Role::Decode, &ScrapeTarget::default()).expect("builds");
     assert_eq!(pm.spec.selector.match_labels["llm-d.ai/role"], "decode");
     snapshot!("pod_monitor_decode", &pm);
+}
+
+#[test]
+fn pod_monitors_scrape_the_given_target() {
+    let i: PoolInput = input("pool");
+    let target = ScrapeTarget {
+        port_name: "proxy".into(),
+        path: "/stats".into(),
+        interval: "15s".into(),
+    };
+    let pm = role_pod_monitor(&i.parent, Role::Prefill, &target).expect("builds");
+    assert_ours_valid::<PodMonitor>(&pm);
+    let e = &pm.spec.pod_metrics_endpoints[0];
+    assert_eq!(
+        (e.port.as_deref(), e.path.as_deref(), e.interval.as_deref()),
+        (Some("proxy"), Some("/stats"), Some("15s"))
+    );
+    assert_eq!(
+        ScrapeTarget::default(),
+        ScrapeTarget {
+            port_name: "http".into(),
+            path: "/metrics".into(),
+            interval: "30s".into()
+        }
+    );
 }

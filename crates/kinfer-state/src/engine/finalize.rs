@@ -1,8 +1,13 @@
 //! Objects being deleted, and the pipeline's finalizer.
 //!
 //! Contract:
-//! - The finalizer ([`Pipeline::finalizer`]) is added only when the pipeline asks for one, to
-//!   a live object that lacks it and is not being deleted, before any child is applied.
+//! - The finalizer ([`Pipeline::finalizer`]) is added only when the pipeline asks for one and
+//!   [`Pipeline::needs_finalizer`] says this object needs it, to a live object that lacks it and
+//!   is not being deleted, before any child is applied (if adding fails, nothing is applied).
+//! - A live object that carries the finalizer but no longer needs it is released:
+//!   [`Pipeline::finalize`] runs and the finalizer is removed once it succeeded (an Auth error
+//!   removes it anyway, as on deletion). Release errors are retried with the engine's backoff;
+//!   they do not block the rest of the reconcile.
 //! - An object with a `deletionTimestamp` is never planned, applied nor given a status. When
 //!   it carries our finalizer, [`Pipeline::finalize`] runs and the finalizer is removed once it
 //!   succeeded. Namespace deletion is never blocked (NOTES row 23): when the object's namespace
@@ -54,18 +59,50 @@ impl<P: Pipeline> Engine<P> {
         Ok(())
     }
 
-    /// Add the pipeline's finalizer when it asks for one and the object lacks it; returns the
-    /// patches sent.
+    /// Add the pipeline's finalizer when this object needs it and lacks it; returns the patches
+    /// sent.
     pub(super) async fn ensure_finalizer(&self, obj: &P::Object) -> Result<usize, ApplyError> {
         let Some(name) = self.pipeline.finalizer() else {
             return Ok(0);
         };
-        if obj.finalizers().contains(&name) {
+        if obj.finalizers().contains(&name) || !self.pipeline.needs_finalizer(obj) {
             return Ok(0);
         }
         let mut list = obj.finalizers().to_vec();
         list.push(name);
         self.patch_finalizers(obj, list).await?;
+        Ok(1)
+    }
+
+    /// Release the finalizer of a live object that carries it but no longer needs it; returns
+    /// the patches sent.
+    pub(super) async fn release_finalizer(
+        &self,
+        obj: &P::Object,
+    ) -> Result<usize, CategorizedError> {
+        let Some(name) = self.pipeline.finalizer() else {
+            return Ok(0);
+        };
+        if !obj.finalizers().contains(&name) || self.pipeline.needs_finalizer(obj) {
+            return Ok(0);
+        }
+        match self.pipeline.finalize(&self.client, obj).await {
+            Err(e) if e.category == ErrorCategory::Auth => {
+                tracing::warn!(error = %e.message, "cleanup forbidden; releasing the finalizer anyway");
+            }
+            Err(e) => return Err(e),
+            Ok(()) => {}
+        }
+        let rest: Vec<String> = obj
+            .finalizers()
+            .iter()
+            .filter(|f| **f != name)
+            .cloned()
+            .collect();
+        self.patch_finalizers(obj, rest)
+            .await
+            .map_err(|e| CategorizedError::from_error(&e))?;
+        tracing::info!("finalizer no longer needed; released");
         Ok(1)
     }
 

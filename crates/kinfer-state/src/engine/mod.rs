@@ -6,7 +6,8 @@
 //! 2. An object being deleted (`deletionTimestamp` set) is never planned nor applied: if it
 //!    carries the pipeline's finalizer, [`Pipeline::finalize`] runs (unless its namespace is
 //!    terminating or may not be read) and the finalizer is removed once it succeeded
-//!    ([`finalize`]). Otherwise the pipeline's finalizer, if it has one, is added first.
+//!    ([`finalize`]). Otherwise the pipeline's finalizer, if this object needs one, is added
+//!    first (nothing is applied while it is missing), or released if it is no longer needed.
 //! 3. Children are listed by label (or served from a [`ChildStore`]); fetch and compose run.
 //! 4. Plan runs unless an **upstream** component has a user-fixable (Auth, InvalidSpec,
 //!    MissingUpstream) or infrastructure error, or the engine's own listing failed: what we
@@ -337,9 +338,17 @@ impl<P: Pipeline> Engine<P> {
         let parent = Self::parent_of(obj, key);
         let mut errors: Vec<CategorizedError> = Vec::new();
         let mut finalizers_written = 0;
+        let mut finalizer_missing = false;
         match self.ensure_finalizer(obj).await {
             Ok(n) => finalizers_written = n,
-            Err(e) => errors.push(CategorizedError::from_error(&e)),
+            Err(e) => {
+                finalizer_missing = true;
+                errors.push(CategorizedError::from_error(&e));
+            }
+        }
+        match self.release_finalizer(obj).await {
+            Ok(n) => finalizers_written += n,
+            Err(e) => errors.push(e),
         }
         let listing = apply::list_children(
             &self.client,
@@ -361,11 +370,13 @@ impl<P: Pipeline> Engine<P> {
             .filter(|c| c.effective_direction() == Direction::Upstream)
             .flat_map(|c| c.errors.iter())
             .any(|e| e.category.is_user_fixable() || e.category == ErrorCategory::Infrastructure);
-        let blocked = upstream_blocked || !listing.errors.is_empty();
+        let blocked = upstream_blocked || !listing.errors.is_empty() || finalizer_missing;
         let (mut applied, mut deleted) = (0, 0);
         let mut requeue_after = None;
         if blocked {
-            tracing::debug!("an upstream dependency or the listing failed; not planning");
+            tracing::debug!(
+                "an upstream dependency, the listing or adding the finalizer failed; not planning"
+            );
         } else {
             match self.pipeline.plan(obj, &observation) {
                 Ok(plan) => {

@@ -115,6 +115,8 @@ impl Categorize for ToyPlanError {
 pub struct ToyPipeline {
     /// Ask for this finalizer.
     pub finalizer: Option<String>,
+    /// The finalizer is needed only by toys labelled with this key (`None`: by every toy).
+    pub finalizer_label: Option<String>,
     /// `finalize` fails with an infrastructure error.
     pub fail_finalize: bool,
     /// `finalize` calls so far.
@@ -274,6 +276,15 @@ impl Pipeline for ToyPipeline {
 
     fn finalizer(&self) -> Option<String> {
         self.finalizer.clone()
+    }
+
+    fn needs_finalizer(&self, toy: &Toy) -> bool {
+        self.finalizer_label.as_ref().is_none_or(|k| {
+            toy.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(k))
+        })
     }
 
     async fn finalize(&self, _client: &Client, _object: &Toy) -> Result<(), CategorizedError> {

@@ -167,3 +167,78 @@ async fn a_terminating_namespace_is_never_blocked() {
     );
     assert!(toys.get_opt("t").await.expect("get").is_none());
 }
+
+#[tokio::test]
+async fn a_per_object_finalizer_is_added_while_needed_and_released_after() {
+    let pipeline = ToyPipeline {
+        finalizer_label: Some("needs-cleanup".into()),
+        ..finalizing(true)
+    };
+    let finalized = pipeline.finalized.clone();
+    let env = env_with(pipeline).await;
+    env.create("pof", &[("a", "1")]).await;
+    let r = env.pass("pof").await;
+    assert_eq!(r.finalizers_written, 0, "not needed: {r:?}");
+    assert!(env.get("pof").await.metadata.finalizers.is_none());
+
+    let label = |on: bool| json!({"metadata": {"labels": {"needs-cleanup": if on { Some("yes") } else { None }}}});
+    env.toys
+        .patch("pof", &PatchParams::default(), &Patch::Merge(&label(true)))
+        .await
+        .expect("label");
+    let r = env.pass("pof").await;
+    assert_eq!(r.finalizers_written, 1, "{r:?}");
+    assert_eq!(
+        env.get("pof").await.metadata.finalizers.unwrap_or_default(),
+        ["example.com/cleanup"]
+    );
+
+    // No longer needed: cleanup runs; while it fails the finalizer stays and the engine backs
+    // off (its backoff, not a fixed retry).
+    env.toys
+        .patch("pof", &PatchParams::default(), &Patch::Merge(&label(false)))
+        .await
+        .expect("unlabel");
+    let r = env.pass("pof").await;
+    assert_eq!(r.finalizers_written, 0, "{r:?}");
+    assert_eq!(finalized.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(r.errors.iter().any(|e| e.message == "cleanup backend down"));
+    assert_ne!(r.action, Action::await_change());
+    assert_eq!(
+        env.get("pof").await.metadata.finalizers.unwrap_or_default(),
+        ["example.com/cleanup"]
+    );
+}
+
+#[tokio::test]
+async fn a_finalizer_no_longer_needed_is_released_after_cleanup() {
+    let pipeline = ToyPipeline {
+        finalizer_label: Some("needs-cleanup".into()),
+        ..finalizing(false)
+    };
+    let finalized = pipeline.finalized.clone();
+    let env = env_with(pipeline).await;
+    let mut t = toy("rel", NS, &[("a", "1")]);
+    t.metadata.labels = Some([("needs-cleanup".to_owned(), "yes".to_owned())].into());
+    env.create_toy(t).await;
+    assert_eq!(env.pass("rel").await.finalizers_written, 1);
+    env.toys
+        .patch(
+            "rel",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"needs-cleanup": null}}})),
+        )
+        .await
+        .expect("unlabel");
+    let r = env.pass("rel").await;
+    assert_eq!(r.finalizers_written, 1, "{r:?}");
+    assert_eq!(finalized.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        env.get("rel")
+            .await
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .is_empty()
+    );
+}

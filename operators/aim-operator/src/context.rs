@@ -1,0 +1,209 @@
+//! What the controllers share: settings, the registry inspector, the clock, the discovery
+//! slot reservations and the informer caches.
+//!
+//! Contract: built once per process ([`Context::new`]); every pipeline holds an `Arc` of it.
+//! The caches are optional: without them (tests driving one engine by hand) fetch lists from
+//! the API server instead. Nothing here writes to the cluster.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::Timestamp;
+use kinfer_oci::{Inspector, InspectorConfig, OciError};
+use kinfer_state::Clock;
+use kinfer_state::clock::elapsed;
+use kube::runtime::reflector::Store;
+
+/// The operator namespace when `AIM_SYSTEM_NAMESPACE` is unset.
+pub const DEFAULT_SYSTEM_NAMESPACE: &str = "aim-system";
+
+/// Discovery throttling and backoff (NOTES row 7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoverySettings {
+    /// Discovery Jobs running at once, cluster-wide.
+    pub max_active: usize,
+    /// First retry delay after a failure; doubles per attempt.
+    pub backoff_base: Duration,
+    /// Longest retry delay.
+    pub backoff_max: Duration,
+    /// How soon a template waiting for a free slot checks again.
+    pub throttle_recheck: Duration,
+    /// How long a slot reserved for a Job that never appeared stays reserved.
+    pub reservation_ttl: Duration,
+}
+
+impl Default for DiscoverySettings {
+    fn default() -> Self {
+        Self {
+            max_active: 10,
+            backoff_base: Duration::from_mins(1),
+            backoff_max: Duration::from_hours(1),
+            throttle_recheck: Duration::from_secs(5),
+            reservation_ttl: Duration::from_mins(1),
+        }
+    }
+}
+
+/// Process-wide settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The operator namespace: pull secrets of cluster models and model sources, discovery
+    /// Jobs of cluster templates.
+    pub system_namespace: String,
+    /// Discovery throttling and backoff.
+    pub discovery: DiscoverySettings,
+    /// Registry inspection (tag TTL, insecure registries, timeouts).
+    pub inspector: InspectorConfig,
+    /// Reconciles running at once per controller.
+    pub concurrency: u16,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            system_namespace: DEFAULT_SYSTEM_NAMESPACE.to_owned(),
+            discovery: DiscoverySettings::default(),
+            inspector: InspectorConfig::default(),
+            concurrency: 4,
+        }
+    }
+}
+
+impl Settings {
+    /// Defaults with the namespace from `AIM_SYSTEM_NAMESPACE` when set.
+    pub fn from_env() -> Self {
+        let mut s = Self::default();
+        if let Ok(ns) = std::env::var("AIM_SYSTEM_NAMESPACE")
+            && !ns.trim().is_empty()
+        {
+            ns.trim().clone_into(&mut s.system_namespace);
+        }
+        s
+    }
+}
+
+/// Slots reserved for discovery Jobs being created, so concurrent reconciles in this process
+/// cannot overshoot the cap while the informer cache has not seen their Jobs yet. Not a lock:
+/// each check-and-reserve is one short critical section, and a reservation ends when its Job
+/// shows up in the cache or after [`DiscoverySettings::reservation_ttl`].
+#[derive(Debug, Default)]
+pub struct DiscoverySlots {
+    reserved: Mutex<BTreeMap<String, Timestamp>>,
+}
+
+impl DiscoverySlots {
+    /// Reserve a slot for Job `key` (`namespace/name`) when fewer than `max` are in use;
+    /// `active` are the keys of the running discovery Jobs the cache knows, `known` every
+    /// discovery Job it knows (a reservation ends once its Job is known). True when the Job
+    /// may be created.
+    pub fn try_reserve(
+        &self,
+        key: &str,
+        active: &[String],
+        known: &[String],
+        max: usize,
+        now: Timestamp,
+        ttl: Duration,
+    ) -> bool {
+        let mut reserved = self
+            .reserved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        reserved.retain(|k, at| !known.contains(k) && elapsed(*at, now) < ttl);
+        if active.iter().any(|k| k == key) || reserved.contains_key(key) {
+            return true;
+        }
+        if active.len() + reserved.len() >= max {
+            return false;
+        }
+        reserved.insert(key.to_owned(), now);
+        true
+    }
+}
+
+/// Everything the pipelines share.
+pub struct Context {
+    /// Settings.
+    pub settings: Settings,
+    /// The registry inspector (digest cache, tag TTL).
+    pub inspector: Inspector,
+    /// "Now", for backoff and sync intervals.
+    pub clock: Arc<dyn Clock>,
+    /// Discovery slot reservations.
+    pub slots: DiscoverySlots,
+    /// Node informer cache, when running under the controllers.
+    pub nodes: Option<Store<Node>>,
+    /// Discovery Job informer cache, when running under the controllers.
+    pub jobs: Option<Store<Job>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// A context on the system clock without informer caches.
+    pub fn new(settings: Settings) -> Result<Self, OciError> {
+        Ok(Self {
+            inspector: Inspector::new(settings.inspector.clone())?,
+            settings,
+            clock: Arc::new(kinfer_state::SystemClock),
+            slots: DiscoverySlots::default(),
+            nodes: None,
+            jobs: None,
+        })
+    }
+
+    /// Use another clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Use informer caches for Nodes and discovery Jobs.
+    #[must_use]
+    pub fn with_caches(mut self, nodes: Store<Node>, jobs: Store<Job>) -> Self {
+        self.nodes = Some(nodes);
+        self.jobs = Some(jobs);
+        self
+    }
+
+    /// Now.
+    pub fn now(&self) -> Timestamp {
+        kinfer_state::clock::now_seconds(self.clock.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_cap_and_release() {
+        let slots = DiscoverySlots::default();
+        let now = Timestamp::UNIX_EPOCH;
+        let ttl = Duration::from_mins(1);
+        assert!(slots.try_reserve("a", &[], &[], 2, now, ttl));
+        assert!(slots.try_reserve("a", &[], &[], 2, now, ttl), "idempotent");
+        assert!(slots.try_reserve("b", &[], &[], 2, now, ttl));
+        assert!(!slots.try_reserve("c", &[], &[], 2, now, ttl));
+        // "a" is running and "b" already finished: both are known, only "a" counts.
+        let a = ["a".to_owned()];
+        let ab = ["a".to_owned(), "b".to_owned()];
+        assert!(slots.try_reserve("c", &a, &ab, 2, now, ttl));
+        assert!(!slots.try_reserve("d", &a, &ab, 2, now, ttl));
+        let later = now + Duration::from_mins(2);
+        assert!(
+            slots.try_reserve("d", &[], &[], 1, later, ttl),
+            "expired reservations free slots"
+        );
+    }
+}

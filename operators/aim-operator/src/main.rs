@@ -1,0 +1,86 @@
+//! `aim-operator`: flags, the start-up check, the controllers under leader election.
+
+use aim_operator::Settings;
+use aim_operator::controllers::{self, Operator};
+use anyhow::{Result, bail};
+use clap::{Parser, Subcommand};
+use kinfer_operator::{CommonArgs, run_with_leader_election, server, signal, telemetry};
+use tokio::sync::watch;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "aim-operator",
+    version,
+    about = "Operator for AMD AIM (aim.eai.amd.com/v1alpha1)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the operator.
+    Run(Box<RunArgs>),
+    /// Print the AIM CRDs as YAML.
+    Crds,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Discovery Jobs running at once, cluster-wide.
+    #[arg(long, default_value_t = 10)]
+    max_discovery_jobs: usize,
+    /// Registries reached over plain HTTP (host[:port], repeatable).
+    #[arg(long = "insecure-registry")]
+    insecure_registries: Vec<String>,
+}
+
+async fn run(args: RunArgs) -> Result<()> {
+    let common = args.common;
+    telemetry::init_tracing(common.log_format)?;
+    if !common.watch_namespaces.is_empty() {
+        bail!(
+            "--watch-namespace is not supported by aim-operator yet: cluster-scoped kinds and discovery Jobs in the operator namespace need cluster-wide watches"
+        );
+    }
+    controllers::install_crypto_provider();
+    let endpoints = server::Endpoints::default();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    server::spawn(&common.admin_addrs(), &endpoints, &stop_rx).await?;
+    let client = controllers::client().await?;
+    aim_operator::startup::check(&client).await?;
+    let mut settings = Settings::from_env();
+    settings.concurrency = common.concurrency;
+    settings.discovery.max_active = args.max_discovery_jobs;
+    settings.inspector.insecure_registries = args.insecure_registries;
+    endpoints.set_ready();
+    let elector = common.leader_elector(&client, "aim-operator-leader")?;
+    let metrics = endpoints.metrics.clone();
+    // Controllers (and therefore writes) start only once this replica leads.
+    let result = run_with_leader_election(elector, signal::termination(), |stop| async move {
+        match Operator::start(client, settings, metrics) {
+            Ok(operator) => operator.run(stop).await,
+            Err(e) => tracing::error!(error = %e, "cannot start the controllers"),
+        }
+    })
+    .await;
+    stop_tx.send_replace(true);
+    result?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Run(args) => run(*args).await,
+        Command::Crds => {
+            for crd in kinfer_api::aim::crds() {
+                print!("---\n{}", kinfer_api::crds::to_yaml(&crd)?);
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Template compose: components and the resolved facts. Pure.
+//!
+//! Contract: components in order `RuntimeConfig`, `Model` (upstream), `GPU` (NotAvailable when
+//! absent, with the models present), `Discovery` (Ready when discovered or inline; Progressing
+//! while a Job runs; Pending when throttled or waiting for the model/GPU; Failed after a failed
+//! attempt or unusable output, with the retry time), and the `ServingRuntime` /
+//! `ClusterServingRuntime` child once the template can run. The profile and model sources are
+//! the new discovery result, the status' previous ones when already discovered, or the spec's
+//! inline sources.
+
+use std::time::Duration;
+
+use kinfer_api::aim::AIMModelSource;
+use kinfer_api::aim::template::{AIMDiscoveryState, AIMProfile};
+use kinfer_builders::discovery_job::DiscoveryInput;
+use kinfer_state::health::ComponentHealth;
+use kinfer_state::{CategorizedError, ComponentState, ErrorCategory, Reason, upstream};
+
+use super::discovery::{Decision, Skip};
+use super::fetch::{Fetched, ModelRef};
+use super::gpu::GpuAvailability;
+use crate::runtime_config::{Resolved, resolve};
+
+/// The template's composed state.
+#[derive(Debug, Clone)]
+pub struct TemplateState {
+    /// The resolved model.
+    pub model: Option<ModelRef>,
+    /// GPU availability.
+    pub gpu: Option<GpuAvailability>,
+    /// The discovery Job's input.
+    pub job: Option<DiscoveryInput>,
+    /// The discovery decision.
+    pub decision: Decision,
+    /// Bookkeeping for `status.discovery`.
+    pub discovery: Option<AIMDiscoveryState>,
+    /// The runtime config.
+    pub runtime_config: Option<Resolved>,
+    /// The profile to record.
+    pub profile: Option<AIMProfile>,
+    /// The model sources to record.
+    pub model_sources: Vec<AIMModelSource>,
+    /// Whether the serving runtime is planned.
+    pub runtime_planned: bool,
+}
+
+impl TemplateState {
+    /// Whether discovery is complete (or not needed because sources are inline).
+    pub fn discovered(&self) -> bool {
+        matches!(
+            self.decision,
+            Decision::Skip(Skip::Done | Skip::Inline) | Decision::Succeeded(_)
+        )
+    }
+}
+
+fn secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// The `Discovered` condition: (true, reason, message).
+pub fn discovered_condition(state: &TemplateState) -> (bool, &'static str, String) {
+    match &state.decision {
+        Decision::Skip(Skip::Inline) => (
+            true,
+            "InlineModelSources",
+            "model sources are given inline; discovery skipped".into(),
+        ),
+        Decision::Skip(Skip::Done) | Decision::Succeeded(_) => {
+            (true, "DiscoveryComplete", "profile discovered".into())
+        }
+        Decision::Skip(Skip::NoModel) => (false, "AwaitingModel", "waiting for the model".into()),
+        Decision::Skip(Skip::GpuUnavailable) => (
+            false,
+            "GPUNotAvailable",
+            "discovery waits until the GPU is present".into(),
+        ),
+        Decision::Running | Decision::Create => {
+            (false, "AwaitingDiscovery", "discovery job running".into())
+        }
+        Decision::Throttled => (
+            false,
+            "DiscoveryThrottled",
+            "waiting for a discovery slot".into(),
+        ),
+        Decision::Failed { reason, .. } | Decision::Backoff { reason, .. } => {
+            (false, failure_reason(reason), reason.clone())
+        }
+    }
+}
+
+fn failure_reason(reason: &str) -> &'static str {
+    if reason.starts_with("DiscoveryOutputInvalid") {
+        "DiscoveryOutputInvalid"
+    } else {
+        "DiscoveryFailed"
+    }
+}
+
+fn discovery_health(
+    state: &TemplateState,
+    errors: Vec<CategorizedError>,
+    active: usize,
+    max: usize,
+) -> ComponentHealth {
+    let attempts = state
+        .discovery
+        .as_ref()
+        .and_then(|d| d.attempts)
+        .unwrap_or(0);
+    let h = |s: ComponentState, reason: &'static str, message: String| {
+        ComponentHealth::with_state("Discovery", s, Reason::custom(reason), message)
+    };
+    let mut health = match &state.decision {
+        Decision::Skip(Skip::NoModel) => h(
+            ComponentState::Pending,
+            "AwaitingModel",
+            "waiting for the model".into(),
+        ),
+        Decision::Skip(Skip::GpuUnavailable) => h(
+            ComponentState::Pending,
+            "WaitingForGPU",
+            "discovery waits until the GPU is present".into(),
+        ),
+        Decision::Skip(Skip::Inline) => h(
+            ComponentState::Ready,
+            "InlineModelSources",
+            "model sources are given inline".into(),
+        ),
+        Decision::Skip(Skip::Done) | Decision::Succeeded(_) => h(
+            ComponentState::Ready,
+            "DiscoveryComplete",
+            "profile discovered".into(),
+        ),
+        Decision::Running => h(
+            ComponentState::Progressing,
+            "DiscoveryRunning",
+            format!("discovery job running (attempt {attempts})"),
+        ),
+        Decision::Create => h(
+            ComponentState::Progressing,
+            "DiscoveryJobCreated",
+            format!("discovery job created (attempt {attempts})"),
+        ),
+        Decision::Throttled => h(
+            ComponentState::Pending,
+            "DiscoveryThrottled",
+            format!(
+                "{active} of {max} discovery jobs are running cluster-wide; waiting for a slot"
+            ),
+        ),
+        Decision::Failed { reason, retry_in } => {
+            let when = retry_in.map_or_else(
+                || "retrying now".to_owned(),
+                |d| format!("retrying in {}s", secs(d)),
+            );
+            h(
+                ComponentState::Failed,
+                failure_reason(reason),
+                format!("attempt {attempts} failed: {reason}; {when}"),
+            )
+        }
+        Decision::Backoff { reason, retry_in } => h(
+            ComponentState::Failed,
+            failure_reason(reason),
+            format!(
+                "attempt {attempts} failed: {reason}; retrying in {}s",
+                secs(*retry_in)
+            ),
+        ),
+    };
+    if !errors.is_empty() {
+        health.state = None;
+        health.reason = None;
+        health.message = None;
+        health.errors = errors;
+    }
+    health
+}
+
+fn gpu_health(gpu: &Result<GpuAvailability, CategorizedError>) -> ComponentHealth {
+    let h = |s: ComponentState, reason: &'static str, message: String| {
+        ComponentHealth::with_state("GPU", s, Reason::custom(reason), message).upstream()
+    };
+    match gpu {
+        Ok(GpuAvailability::CpuOnly) => {
+            h(ComponentState::Ready, "NoGPURequired", "CPU only".into())
+        }
+        Ok(GpuAvailability::Available { models, .. }) => h(
+            ComponentState::Ready,
+            "GPUAvailable",
+            format!("available: {}", models.join(", ")),
+        ),
+        Ok(GpuAvailability::NotAvailable { reason, message }) => {
+            h(ComponentState::NotAvailable, reason, message.clone())
+        }
+        Ok(GpuAvailability::Invalid(m)) => ComponentHealth::new("GPU").upstream().error(
+            CategorizedError::new(ErrorCategory::InvalidSpec, m.clone())
+                .with_reason(Reason::custom("InvalidHardware")),
+        ),
+        Err(e) => ComponentHealth::new("GPU").upstream().error(e.clone()),
+    }
+}
+
+/// Builds the state and components; `runtime_exists` says whether the serving runtime child
+/// exists, `previous` is the status' profile and model sources.
+pub fn compose(
+    fetched: Fetched,
+    inline_sources: &[AIMModelSource],
+    previous: (Option<&AIMProfile>, &[AIMModelSource]),
+    runtime_component: &'static str,
+    runtime_exists: bool,
+    max_active: usize,
+) -> (TemplateState, Vec<ComponentHealth>) {
+    let (rc_health, runtime_config) = resolve::resolve(&fetched.runtime_config);
+    let model_health = upstream("Model", &fetched.model, |m: &ModelRef| {
+        ComponentHealth::with_state(
+            "Model",
+            ComponentState::Ready,
+            Reason::custom("ModelResolved"),
+            format!(
+                "{} {}",
+                m.reference.kind.as_deref().unwrap_or_default(),
+                m.reference.name.as_deref().unwrap_or_default()
+            ),
+        )
+    });
+    let mut model_health = model_health;
+    for e in &mut model_health.errors {
+        if e.category == ErrorCategory::MissingUpstreamDependency {
+            e.reason = Reason::custom("ModelNotFound");
+        }
+    }
+    let gpu_health = gpu_health(&fetched.gpu);
+    let (profile, model_sources) = match &fetched.decision {
+        Decision::Succeeded(d) => (Some(d.profile.clone()), d.model_sources.clone()),
+        Decision::Skip(Skip::Inline) => (None, inline_sources.to_vec()),
+        Decision::Skip(Skip::Done) => (previous.0.cloned(), previous.1.to_vec()),
+        _ => (None, Vec::new()),
+    };
+    let model = fetched.model.ok().flatten();
+    let gpu = fetched.gpu.ok();
+    let runtime_planned =
+        model.is_some() && gpu.as_ref().is_some_and(GpuAvailability::is_available);
+    let state = TemplateState {
+        model,
+        gpu,
+        job: fetched.job,
+        decision: fetched.decision,
+        discovery: fetched.discovery,
+        runtime_config,
+        profile,
+        model_sources,
+        runtime_planned,
+    };
+    let discovery = discovery_health(
+        &state,
+        fetched.discovery_errors,
+        fetched.active_jobs,
+        max_active,
+    );
+    let mut components = vec![rc_health, model_health, gpu_health, discovery];
+    if state.runtime_planned {
+        components.push(if runtime_exists {
+            ComponentHealth::with_state(
+                runtime_component,
+                ComponentState::Ready,
+                Reason::custom("RuntimeCreated"),
+                "",
+            )
+            .downstream()
+        } else {
+            ComponentHealth::with_state(
+                runtime_component,
+                ComponentState::Progressing,
+                Reason::custom("CreatingRuntime"),
+                "",
+            )
+            .downstream()
+        });
+    }
+    (state, components)
+}

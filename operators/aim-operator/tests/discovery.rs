@@ -1,0 +1,278 @@
+//! Discovery: noisy logs, malformed output, failure with backoff, and the cluster-wide cap.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aim_operator::scheme::controller;
+use aim_operator::template::fetch::ModelRef;
+use aim_operator::template::{TemplatePipeline, discovery_job_name};
+use k8s_openapi::api::batch::v1::Job;
+use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
+use kinfer_api::aim::{AIMModel, AIMServiceTemplate};
+use kinfer_api::phase::Phase;
+use kinfer_testkit::JobOutcome;
+use kube::Api;
+use kube::api::ListParams;
+use kube::runtime::controller::Action;
+use serde_json::json;
+use support::*;
+
+const IMAGE: &str = "ghcr.io/silogen/aim-dummy:0.1.0";
+
+async fn model(env: &Env) {
+    let models: Api<AIMModel> = Api::namespaced(env.client.clone(), NS);
+    apply_json(
+        &models,
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMModel",
+               "metadata": {"name": "m", "namespace": NS},
+               "spec": {"image": IMAGE, "imageMetadata": {}}}),
+    )
+    .await;
+}
+
+fn template_json(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
+           "metadata": {"name": name, "namespace": NS},
+           "spec": {"modelName": "m", "metric": "latency", "precision": "fp16"}})
+}
+
+fn override_log(template: &str) -> Option<String> {
+    match template {
+        "noisy" => Some(format!(
+            "[INFO] loading profiles\nWARNING: [gpu] not found, continuing\n{}\n[done] exit 0\n",
+            discovery_output("latency", "fp16", "MI300X")
+        )),
+        "malformed" => Some(
+            "[INFO] crash\n[{\"profile\": {\"metadata\": {\"metric\": \"fastest\"}}}]\n".into(),
+        ),
+        _ => None,
+    }
+}
+
+fn discovery_condition(t: &AIMServiceTemplate) -> Option<(String, String)> {
+    let s = t.status.as_ref()?;
+    condition(&s.conditions, "DiscoveryReady").map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+#[tokio::test]
+async fn noisy_log_malformed_output_and_failure_with_backoff() {
+    let env = start().await;
+    env.cluster
+        .simulator()
+        .set_log_hook(echo_hook(override_log));
+    env.cluster
+        .simulator()
+        .job_outcome("discover-fails-", JobOutcome::Fail);
+    model(&env).await;
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    for name in ["noisy", "malformed", "fails"] {
+        apply_json(&templates, template_json(name)).await;
+    }
+
+    let noisy = wait(
+        &templates,
+        "noisy",
+        "Ready despite log noise",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
+    )
+    .await;
+    assert!(noisy.status.unwrap().profile.is_some());
+
+    let malformed = wait(
+        &templates,
+        "malformed",
+        "Failed on malformed output",
+        |t: &AIMServiceTemplate| {
+            discovery_condition(t).is_some_and(|(_, r)| r == "DiscoveryOutputInvalid")
+        },
+    )
+    .await;
+    let s = malformed.status.as_ref().unwrap();
+    assert_eq!(s.status, Phase::Failed);
+    assert!(s.profile.is_none(), "never Ready without a profile");
+    let discovered = condition(&s.conditions, "Discovered").unwrap();
+    assert_eq!(
+        (discovered.status.as_str(), discovered.reason.as_str()),
+        ("False", "DiscoveryOutputInvalid")
+    );
+    assert!(
+        s.discovery
+            .as_ref()
+            .unwrap()
+            .last_failure_reason
+            .as_deref()
+            .unwrap()
+            .contains("metric")
+    );
+
+    let fails = wait(
+        &templates,
+        "fails",
+        "Failed after the job failed",
+        |t: &AIMServiceTemplate| {
+            discovery_condition(t).is_some_and(|(_, r)| r == "DiscoveryFailed")
+        },
+    )
+    .await;
+    let s = fails.status.as_ref().unwrap();
+    assert_eq!(s.status, Phase::Failed);
+    assert_eq!(s.discovery.as_ref().unwrap().attempts, Some(1));
+    assert_eq!(
+        s.discovery.as_ref().unwrap().last_failure_reason.as_deref(),
+        Some("BackoffLimitExceeded")
+    );
+    // Backing off: no write, and the next attempt is 60 s away (the clock has not moved).
+    let r = env
+        .reconcile_once(
+            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            controller::TEMPLATE,
+            &fails,
+        )
+        .await;
+    assert_eq!(r.writes(), 0, "{r:?}");
+    assert_eq!(r.action, Action::requeue(Duration::from_mins(1)));
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    let count = |items: &[Job]| {
+        items
+            .iter()
+            .filter(|j| {
+                j.metadata
+                    .name
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("discover-fails-")
+            })
+            .count()
+    };
+    assert_eq!(
+        count(&jobs.list(&ListParams::default()).await.unwrap().items),
+        1
+    );
+
+    // After the backoff the failed Job is replaced and the attempt counted; the next delay doubles.
+    env.clock.advance(Duration::from_secs(61));
+    let r = env
+        .reconcile_once(
+            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            controller::TEMPLATE,
+            &fails,
+        )
+        .await;
+    assert_eq!(r.deleted, 1, "the failed job is dropped: {r:?}");
+    let again = wait(
+        &templates,
+        "fails",
+        "second attempt failed",
+        |t: &AIMServiceTemplate| {
+            t.status
+                .as_ref()
+                .and_then(|s| s.discovery.as_ref())
+                .and_then(|d| d.attempts)
+                == Some(2)
+                && discovery_condition(t).is_some_and(|(_, r)| r == "DiscoveryFailed")
+        },
+    )
+    .await;
+    let r = env
+        .reconcile_once(
+            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            controller::TEMPLATE,
+            &again,
+        )
+        .await;
+    assert_eq!(r.action, Action::requeue(Duration::from_mins(2)));
+
+    // The steady Ready template writes nothing.
+    let noisy = templates.get("noisy").await.unwrap();
+    let r = env
+        .reconcile_once(
+            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            controller::TEMPLATE,
+            &noisy,
+        )
+        .await;
+    assert_eq!(r.writes(), 0, "{r:?}");
+}
+
+#[tokio::test]
+async fn at_most_ten_discovery_jobs_run_cluster_wide() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    model(&env).await;
+    let models: Api<AIMModel> = Api::namespaced(env.client.clone(), NS);
+    let m = models.get("m").await.unwrap();
+    let model_ref = ModelRef {
+        reference: ResolvedReference {
+            kind: Some("AIMModel".into()),
+            name: Some("m".into()),
+            namespace: Some(NS.into()),
+            scope: Some(ResolutionScope::Namespace),
+            uid: m.metadata.uid.clone(),
+        },
+        spec: m.spec.clone(),
+    };
+    let names: Vec<String> = (0..25).map(|i| format!("t-{i:02}")).collect();
+    let mut jobs = Vec::new();
+    for name in &names {
+        let t: AIMServiceTemplate = serde_json::from_value(template_json(name)).unwrap();
+        let job = discovery_job_name(
+            name,
+            Some(NS),
+            &t.spec.common,
+            &model_ref,
+            &env.ctx,
+            controller::TEMPLATE,
+        )
+        .unwrap();
+        env.cluster.hold("jobs", NS, &job);
+        jobs.push(job);
+    }
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    for name in &names {
+        apply_json(&templates, template_json(name)).await;
+    }
+    for name in &names {
+        wait(
+            &templates,
+            name,
+            "discovery started or throttled",
+            |t: &AIMServiceTemplate| {
+                discovery_condition(t).is_some_and(|(_, r)| {
+                    r == "DiscoveryThrottled"
+                        || r == "DiscoveryRunning"
+                        || r == "DiscoveryJobCreated"
+                })
+            },
+        )
+        .await;
+    }
+    let all = templates.list(&ListParams::default()).await.unwrap().items;
+    let throttled = all
+        .iter()
+        .filter(|t| discovery_condition(t).is_some_and(|(_, r)| r == "DiscoveryThrottled"))
+        .count();
+    let running = Api::<Job>::namespaced(env.client.clone(), NS)
+        .list(&ListParams::default().labels(aim_operator::template::fetch::DISCOVERY_SELECTOR))
+        .await
+        .unwrap()
+        .items
+        .len();
+    assert_eq!(running, 10, "the cap holds");
+    assert_eq!(throttled, 15);
+
+    for job in &jobs {
+        env.cluster.release("jobs", NS, job);
+    }
+    for name in &names {
+        wait(
+            &templates,
+            name,
+            "Ready once slots free up",
+            |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
+        )
+        .await;
+    }
+}

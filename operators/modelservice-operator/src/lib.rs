@@ -1,0 +1,33 @@
+//! # modelservice-operator
+//!
+//! The Kubernetes operator for otterscale's `ModelService` (`model.otterscale.io/v1alpha1`,
+//! [`kinfer_api::modelservice`]), a drop-in replacement for otterscale/model-operator v1.0.1
+//! (`../shared/reference/modelservice/NOTES.md`) on the kinfer reconcile engine
+//! ([`kinfer_state`]). One ModelService becomes:
+//!
+//! - Deployments `<ms>-decode` and, with `spec.prefill`, `<ms>-prefill` (vLLM, the `kit
+//!   unpack` init container, probes, `/dev/shm`, the routing sidecar in decode pods);
+//! - the InferencePool `<ms>` and its Endpoint Picker `<ms>-epp` (Deployment, Service, plugins
+//!   ConfigMap with a config hash that rolls the EPP, ServiceAccount, Role/RoleBinding, token
+//!   Secret, metrics-auth ClusterRole/ClusterRoleBinding `<namespace>-<epp>` behind a
+//!   finalizer, ServiceMonitor, Istio DestinationRule);
+//! - the HTTPRoute `<ms>` (from `spec.httpRoute` or the operator's default Gateway);
+//! - PodMonitors `<ms>-decode` / `<ms>-prefill`.
+//!
+//! Modules: [`config`] (the flags), [`optional_crds`] (prometheus-operator, Istio, Gateway API
+//! and InferencePool detection), [`reconciler`] (fetch, compose, plan, status), [`finalizer`],
+//! [`controller`] (the `Controller` wiring). The binary plumbing (flags, leader election,
+//! endpoints, tracing) is `kinfer_operator`'s.
+//! `docs/modelservice.md` is the user guide.
+
+#![cfg_attr(test, allow(clippy::expect_used, clippy::unwrap_used))]
+
+pub mod config;
+pub mod controller;
+pub mod finalizer;
+pub mod optional_crds;
+pub mod reconciler;
+
+pub use config::{OperatorConfig, Provider};
+pub use optional_crds::OptionalCrds;
+pub use reconciler::ModelServicePipeline;

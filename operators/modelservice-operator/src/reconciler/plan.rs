@@ -1,0 +1,29 @@
+//! Plan: the desired objects of a valid ModelService as a [`PlanResult`].
+//!
+//! Contract: pure (no client, no clock, no randomness). Namespaced children are applied with a
+//! controller owner reference (garbage-collected with the ModelService; the engine deletes the
+//! ones no longer planned: a removed prefill role, disabled monitors, a dropped route); the
+//! cluster RBAC is applied without one and removed by the finalizer ([`crate::finalizer`]). An
+//! invalid spec plans nothing and fails with [`PlanError::InvalidSpec`], so existing children
+//! keep serving until the spec is fixed.
+
+use kinfer_state::pipeline::PlanResult;
+
+use super::{PlanError, State};
+
+/// Plan; see the module contract.
+pub fn plan(state: &State) -> Result<PlanResult, PlanError> {
+    if let Some(invalid) = &state.invalid {
+        return Err(PlanError::InvalidSpec(invalid.clone()));
+    }
+    let Some(desired) = &state.desired else {
+        return Err(PlanError::InvalidSpec(
+            "the spec could not be resolved".to_owned(),
+        ));
+    };
+    Ok(PlanResult {
+        apply: desired.owned.clone(),
+        apply_without_owner: desired.cluster.clone(),
+        ..PlanResult::default()
+    })
+}
