@@ -1,8 +1,8 @@
 //! `cargo xtask ci`: the project's test command, exactly what `.ci/run` and the README run.
 //!
 //! 1. installs the system tools the tests need when missing (`scripts/install-test-deps.sh`);
-//! 2. checks that `deploy/crds` matches the types (`gen-crds --check`) and that the dependency
-//!    tree holds a single kube and a single k8s-openapi;
+//! 2. checks that `deploy/crds` and `docs/reference` match the types (`gen-crds --check`,
+//!    `gen-docs --check`) and that the dependency tree holds a single kube and k8s-openapi;
 //! 3. runs every test of the workspace.
 //!
 //! Formatting and clippy run in the GitHub workflow beside it; they are not repeated here so a
@@ -21,6 +21,7 @@ pub fn run(root: &Path) -> Result<()> {
             .current_dir(root),
     )?;
     crate::gen_crds::run(true)?;
+    crate::gen_docs::run(true)?;
     single_kube(root)?;
     step(
         "running the workspace tests",

@@ -2,10 +2,13 @@
 //!
 //! - `gen-crds [--check]`: write one YAML per CRD to `deploy/crds/`, or fail when the committed
 //!   files differ from what the types generate.
+//! - `gen-docs [--check]`: write the API reference `docs/reference/*.md` from the CRD schemas,
+//!   or fail when the committed pages differ.
 //! - `ci`: the test command of the README and `.ci/run`.
 
 mod ci;
 mod gen_crds;
+mod gen_docs;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -25,6 +28,12 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Generate docs/reference/*.md from the CRD schemas.
+    GenDocs {
+        /// Fail instead of writing when the committed pages differ.
+        #[arg(long)]
+        check: bool,
+    },
     /// Install missing test tools, check generated files, run every test.
     Ci,
 }
@@ -32,6 +41,7 @@ enum Command {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::GenCrds { check } => gen_crds::run(check),
+        Command::GenDocs { check } => gen_docs::run(check),
         Command::Ci => ci::run(&gen_crds::workspace_root()),
     }
 }

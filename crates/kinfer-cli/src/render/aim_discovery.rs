@@ -1,0 +1,191 @@
+//! The simulated output of AIM discovery Jobs under `kinfer render`.
+//!
+//! On a real cluster the AIM operator runs a dry-run Job per template (`<image> dry-run
+//! --format=json`) and reads the profile from its log. Render has no images to run, so the
+//! test cluster's simulator completes the Job and this module writes its log, deterministically,
+//! from what the Job was asked and what the inputs say about the model:
+//!
+//! ```json
+//! [{"filename": "kinfer-render-simulated",
+//!   "profile": {"model": "<canonical name>", "quantized_model": "",
+//!               "metadata": {"engine": "vllm", "gpu": "<AIM_GPU_MODEL>",
+//!                            "gpu_count": <AIM_GPU_COUNT, else 1 when a GPU is named>,
+//!                            "metric": "<AIM_METRIC>", "precision": "<AIM_PRECISION>",
+//!                            "type": "optimized"},
+//!               "engine_args": {"tensor_parallel_size": <gpu_count>}, "env_vars": {}},
+//!   "models": [{"name": "<canonical name>", "source": "<source>"}]}]
+//! ```
+//!
+//! - GPU, count, metric and precision are the Job container's `AIM_GPU_MODEL`,
+//!   `AIM_GPU_COUNT`, `AIM_METRIC` and `AIM_PRECISION` (the template's values; absent ones are
+//!   `null`, which the operator reads as "not set").
+//! - The canonical name and source come from the input AIMModel / AIMClusterModel whose
+//!   `spec.image` is the Job's image (`spec.imageMetadata.model.canonicalName` and `.source`);
+//!   without them the name is `kinfer-render/<image repository's last segment>` and the source
+//!   `hf://<name>`.
+//! - The profile type is always `optimized`: render shows the plan of a published AIM image.
+//!
+//! Only pods carrying the `aim.eai.amd.com/template` label with a `discovery` container get a
+//! log; every other pod's log is empty.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kinfer_testkit::TestCluster;
+use serde_json::{Value, json};
+
+use super::input::Document;
+
+/// What discovery reports about a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFacts {
+    /// `org/name`.
+    pub canonical_name: String,
+    /// `hf://...` or `s3://...`.
+    pub source: String,
+}
+
+/// Model facts by image, from the input AIMModels and AIMClusterModels.
+pub fn models_by_image(docs: &[Document]) -> BTreeMap<String, ModelFacts> {
+    let mut out = BTreeMap::new();
+    for doc in docs {
+        let aim = doc.api_version().starts_with("aim.eai.amd.com/");
+        if !aim || !matches!(doc.kind(), "AIMModel" | "AIMClusterModel") {
+            continue;
+        }
+        let spec = &doc.value["spec"];
+        let Some(image) = spec["image"].as_str() else {
+            continue;
+        };
+        let model = &spec["imageMetadata"]["model"];
+        let canonical = model["canonicalName"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map_or_else(|| fallback_name(image), str::to_owned);
+        let source = model["source"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map_or_else(|| format!("hf://{canonical}"), str::to_owned);
+        out.insert(
+            image.to_owned(),
+            ModelFacts {
+                canonical_name: canonical,
+                source,
+            },
+        );
+    }
+    out
+}
+
+/// `kinfer-render/<last path segment of the repository>`.
+pub fn fallback_name(image: &str) -> String {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    let repo = last.split(':').next().unwrap_or(last);
+    let clean: String = repo
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!(
+        "kinfer-render/{}",
+        if clean.is_empty() { "model" } else { &clean }
+    )
+}
+
+fn env_value<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)?["value"]
+        .as_str()
+}
+
+/// The simulated log of `pod`, or `None` when it is not a discovery pod.
+pub fn log_for(pod: &Value, models: &BTreeMap<String, ModelFacts>) -> Option<String> {
+    pod["metadata"]["labels"].get("aim.eai.amd.com/template")?;
+    let container = pod["spec"]["containers"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == "discovery")?;
+    let image = container["image"].as_str().unwrap_or_default();
+    let facts = models.get(image).cloned().unwrap_or_else(|| {
+        let canonical_name = fallback_name(image);
+        ModelFacts {
+            source: format!("hf://{canonical_name}"),
+            canonical_name,
+        }
+    });
+    let gpu = env_value(container, "AIM_GPU_MODEL");
+    let count: Option<i64> = env_value(container, "AIM_GPU_COUNT")
+        .and_then(|c| c.parse().ok())
+        .or_else(|| gpu.map(|_| 1));
+    let result = json!([{
+        "filename": "kinfer-render-simulated",
+        "profile": {
+            "model": facts.canonical_name,
+            "quantized_model": "",
+            "metadata": {
+                "engine": "vllm",
+                "gpu": gpu,
+                "gpu_count": count,
+                "metric": env_value(container, "AIM_METRIC"),
+                "precision": env_value(container, "AIM_PRECISION"),
+                "type": "optimized",
+            },
+            "engine_args": { "tensor_parallel_size": count.unwrap_or(1) },
+            "env_vars": {},
+        },
+        "models": [{ "name": facts.canonical_name, "source": facts.source }],
+    }]);
+    Some(result.to_string())
+}
+
+/// Installs the log hook on the cluster's simulator.
+pub fn install(cluster: &TestCluster, models: BTreeMap<String, ModelFacts>) {
+    let models = Arc::new(models);
+    cluster
+        .simulator()
+        .set_log_hook(Arc::new(move |_ns, _name, pod| log_for(pod, &models)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_log_carries_the_template_and_model() {
+        let pod = json!({
+            "metadata": { "labels": { "aim.eai.amd.com/template": "t" } },
+            "spec": { "containers": [{ "name": "discovery", "image": "r/aim-qwen:1",
+                "env": [{ "name": "AIM_GPU_MODEL", "value": "MI300X" },
+                        { "name": "AIM_GPU_COUNT", "value": "2" },
+                        { "name": "AIM_METRIC", "value": "latency" }] }] }
+        });
+        let models = BTreeMap::from([(
+            "r/aim-qwen:1".to_owned(),
+            ModelFacts {
+                canonical_name: "Qwen/Qwen3-32B".into(),
+                source: "hf://Qwen/Qwen3-32B".into(),
+            },
+        )]);
+        let log: Value = serde_json::from_str(&log_for(&pod, &models).unwrap()).unwrap();
+        let m = &log[0]["profile"]["metadata"];
+        assert_eq!(m["gpu"], "MI300X");
+        assert_eq!(m["gpu_count"], 2);
+        assert_eq!(m["metric"], "latency");
+        assert_eq!(m["precision"], Value::Null);
+        assert_eq!(m["type"], "optimized");
+        assert_eq!(log[0]["models"][0]["name"], "Qwen/Qwen3-32B");
+        assert_eq!(
+            fallback_name("docker.io/amd/aim-x:0.1"),
+            "kinfer-render/aim-x"
+        );
+        assert!(log_for(&json!({ "metadata": {} }), &models).is_none());
+    }
+}

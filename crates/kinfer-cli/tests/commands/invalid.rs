@@ -1,0 +1,66 @@
+//! Invalid input: exit code 3 and a message naming the file, the document and the field.
+
+use crate::{kinfer, temp_file};
+
+const INVALID_INPUT: i32 = 3;
+
+fn refused(name: &str, text: &str) -> String {
+    let file = temp_file(name, text);
+    let out = kinfer(&["render", "-f", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(INVALID_INPUT), "stderr: {stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is rendered for invalid input"
+    );
+    assert!(
+        stderr.contains(file.to_str().unwrap()),
+        "names the file: {stderr}"
+    );
+    stderr
+}
+
+const VALID: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ok\n";
+
+#[test]
+fn a_schema_violation_names_file_document_and_field() {
+    let text = format!(
+        "{VALID}---\napiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: bad\nspec:\n  modelRef: m\n  canary:\n    modelRef: c\n    weight: 150\n"
+    );
+    let stderr = refused("schema.yaml", &text);
+    assert!(stderr.contains("document 2"), "{stderr}");
+    assert!(stderr.contains("spec.canary.weight"), "{stderr}");
+}
+
+#[test]
+fn a_validate_rule_violation_names_the_field() {
+    // minReplicas > maxReplicas passes the schema types but breaks the kind's rule.
+    let text = "apiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: bad\n  namespace: x\nspec:\n  modelRef: m\n  replicas: 2\n  minReplicas: 5\n  maxReplicas: 3\n";
+    let stderr = refused("rule.yaml", text);
+    assert!(stderr.contains("document 1"), "{stderr}");
+    assert!(
+        stderr.contains("spec.minReplicas") || stderr.contains("spec.replicas"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unknown_kinds_missing_names_and_broken_yaml_are_invalid_input() {
+    let stderr = refused(
+        "kind.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+    );
+    assert!(stderr.contains(": kind:"), "{stderr}");
+    let stderr = refused("name.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {}\n");
+    assert!(stderr.contains("metadata.name"), "{stderr}");
+    let stderr = refused("yaml.yaml", "apiVersion: v1\nkind: [unclosed\n");
+    assert!(stderr.contains("not valid YAML"), "{stderr}");
+}
+
+#[test]
+fn a_missing_file_is_invalid_input_and_a_bad_flag_a_usage_error() {
+    let out = kinfer(&["render", "-f", "/nonexistent/kinfer.yaml"]);
+    assert_eq!(out.status.code(), Some(INVALID_INPUT));
+    let out = kinfer(&["render", "-f", "x.yaml", "--set-gpus", "MI300X"]);
+    assert_eq!(out.status.code(), Some(2));
+}
