@@ -144,30 +144,10 @@ pub fn propagate_shared(
     out
 }
 
-/// A label value from an arbitrary name: characters outside `[A-Za-z0-9._-]` become `_`, and a
-/// value longer than 63 characters is cut to 54 plus `-` and 8 hex characters of a stable
-/// FNV-1a hash of the whole name, so distinct long names stay distinct.
-pub fn label_value(s: &str) -> String {
-    let mut v: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if v.len() > 63 {
-        let hash = s.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        v.truncate(54);
-        v = format!("{v}-{:08x}", hash & 0xffff_ffff);
-    }
-    let trimmed = v.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    trimmed.to_owned()
-}
+/// A label value from an arbitrary name: the one label-value rule of
+/// `kinfer_builders::naming` (invalid characters become `_`, a value over 63 characters is cut
+/// and given a SHA-256 suffix of the whole name, so distinct long names stay distinct).
+pub use kinfer_builders::naming::sanitize_label_value as label_value;
 
 #[cfg(test)]
 #[path = "unit_tests/labels.rs"]

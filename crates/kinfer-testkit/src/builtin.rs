@@ -67,6 +67,19 @@ pub fn check_decodable(def: &ResourceDef, new: &Value) -> Result<(), ApiError> {
         }
         other => return bad("metadata.ownerReferences", other, "[]v1.OwnerReference"),
     }
+    if def.group.is_empty() && def.plural == "secrets" {
+        for k in ["data", "stringData"] {
+            match &new[k] {
+                Value::Null => {}
+                Value::Object(m) => {
+                    if let Some(v) = m.values().find(|v| !v.is_string()) {
+                        return bad(&format!("Secret.{k}"), v, "string");
+                    }
+                }
+                other => return bad(&format!("Secret.{k}"), other, "map[string]string"),
+            }
+        }
+    }
     if !def.custom {
         for k in ["spec", "status"] {
             if !(new[k].is_object() || new[k].is_null()) {
@@ -150,10 +163,74 @@ pub fn admit(def: &ResourceDef, new: &mut Value, old: Option<&Value>) -> Result<
                 new["metadata"]["labels"]["kubernetes.io/metadata.name"] = n;
             }
         }
+        ("", "secrets") => merge_string_data(new),
         ("", "pods") if old.is_none() && new["status"]["phase"].is_null() => {
             new["status"]["phase"] = json!("Pending");
         }
         _ => {}
     }
     Ok(())
+}
+
+/// `stringData` is write-only: each entry overwrites the key of the same name in `data`,
+/// base64-encoded, and `stringData` itself is neither stored nor returned.
+fn merge_string_data(new: &mut Value) {
+    let Some(string_data) = new.as_object_mut().and_then(|m| m.remove("stringData")) else {
+        return;
+    };
+    let Value::Object(entries) = string_data else {
+        return;
+    };
+    if entries.is_empty() {
+        return;
+    }
+    if !new["data"].is_object() {
+        new["data"] = json!({});
+    }
+    for (k, v) in entries {
+        new["data"][k] = json!(base64(v.as_str().unwrap_or_default().as_bytes()));
+    }
+}
+
+/// Standard base64 with padding, as `[]byte` fields are encoded in JSON.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_encoding() {
+        for (raw, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(raw.as_bytes()), enc);
+        }
+        assert_eq!(base64(&[0xfb, 0xff, 0xfe]), "+//+");
+    }
 }

@@ -36,8 +36,11 @@
 //!   Status) when the version is older than the kept history; selectors on watches.
 //! - patch: JSON merge, JSON patch, strategic merge for built-in kinds (415 for CRDs, like the
 //!   real server), server-side apply with `managedFields` per manager, conflicts (409 listing
-//!   fields and managers), `force=true`, removal of fields a manager stops applying, and no-op
-//!   applies that neither bump resourceVersion nor emit an event (true of every no-op write).
+//!   fields and managers), `force=true`, removal of fields a manager stops applying (as
+//!   structured-merge-diff prunes: a dropped object or item goes whole, with any unowned fields
+//!   in it, unless the new intent or another manager owns something inside, in which case only
+//!   what nobody owns goes and objects left empty that nobody owns go too), and no-op applies
+//!   that neither bump resourceVersion nor emit an event (true of every no-op write).
 //!   Entries of the main endpoint and of `/status` are kept apart; keyed list items and set
 //!   values are owned by presence (only the fields inside an item can conflict). A write to
 //!   `/status` never creates its object (404).
@@ -45,6 +48,9 @@
 //!   `metadata.generation` bumps on changes outside metadata and status only (outside metadata
 //!   only for custom resources without a status subresource); marking for deletion does not bump
 //!   it, and a repeated DELETE keeps the first `deletionTimestamp`.
+//! - Secrets: `stringData` is merged into `data` (base64, overriding keys of the same name) on
+//!   create, update, patch and apply, and is never stored nor returned; `data` and `stringData`
+//!   of the wrong JSON type answer 400.
 //! - finalizers and `deletionTimestamp`; owner-reference garbage collection (background,
 //!   foreground with `blockOwnerDeletion`, orphan), namespaced dependents of cluster-scoped
 //!   owners (a namespaced owner in another namespace counts as absent); namespace deletion
@@ -84,6 +90,8 @@
 //!   keyed by `containerPort` only); no per-field type-aware normalisation (`"1"` vs `1`).
 //! - Strategic merge: `$setElementOrder` is ignored (existing order is kept).
 //! - CEL: only `self == oldSelf` is evaluated; other rules are accepted without checks.
+//! - Secret `data` values are not checked to be valid base64, and Secret `type` and
+//!   `immutable` are not enforced.
 //! - Built-in kinds are not validated nor defaulted (beyond names, labels, JSON types,
 //!   namespace phase, pod phase, CRD status); no grace periods: pods are deleted at once.
 //! - While a CRD is being deleted, new instances can still be created (the real server refuses

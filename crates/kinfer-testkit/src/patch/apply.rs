@@ -7,7 +7,9 @@
 //! - An apply (`application/apply-patch+yaml`) declares the full intent of one manager:
 //!   fields another manager owns with a different value are conflicts (409) unless `force`;
 //!   fields the manager applied before but no longer does are removed unless another manager
-//!   still owns them; keyed lists merge per item, atomic lists are replaced.
+//!   still owns them, and so are the objects and items around them that nothing kept (a
+//!   dropped object goes whole, never leaf by leaf); keyed lists merge per item, atomic lists
+//!   are replaced.
 //! - The main endpoint tracks everything but `status`, the `/status` endpoint only `status`.
 
 use serde_json::{Map, Value, json};
@@ -297,23 +299,49 @@ impl Managers {
             .find(|e| e.manager == manager && e.operation == "Apply" && e.subresource == sub)
             .map(|e| e.set.clone())
             .unwrap_or_default();
-        let owned_by_others = |p: &Path| {
-            self.0.iter().any(|e| {
-                !(e.manager == manager && e.operation == "Apply")
-                    && e.set.iter().any(|q| q.starts_with(p))
-            })
-        };
-        let dropped: Vec<&Path> = prev
+        // What stays: everything the new intent or any other entry (another manager, or this
+        // manager's updates) owns, and every object or item around it.
+        let others = self
+            .0
             .iter()
-            .filter(|p| !app_set.contains(*p) && !owned_by_others(p))
+            .filter(|e| !(e.manager == manager && e.operation == "Apply"))
+            .flat_map(|e| e.set.iter());
+        let members: FieldSet = app_set.iter().chain(others).cloned().collect();
+        let kept = with_ancestors(&members);
+        // What goes (structured-merge-diff's prune): every field this manager applied last
+        // time, and every object or item around one, that nothing kept. A dropped object goes
+        // as a whole, whatever (unowned) fields it holds. The top-level `metadata` also holds
+        // the untracked identity fields, so it is never dropped as a whole.
+        let root_meta = vec![Pe::F("metadata".to_owned())];
+        let prev_all = with_ancestors(&prev);
+        let dropped: FieldSet = prev_all
+            .iter()
+            .filter(|p| !kept.contains(*p) && **p != root_meta)
+            .cloned()
             .collect();
-        // Remove only the outermost dropped paths (a dropped item takes its fields with it), and
-        // never the key fields of an item that stays.
+        // Remove only the outermost dropped paths, and never the key fields of an item that
+        // stays.
         for p in &dropped {
-            let inside_dropped = dropped
-                .iter()
-                .any(|q| q.len() < p.len() && p.starts_with(q));
+            let inside_dropped = (1..p.len()).any(|i| dropped.contains(&p[..i]));
             if !inside_dropped && !is_key_field(p) {
+                fieldset::remove(&mut new, p, shape);
+            }
+        }
+        // An object or list this manager had fields in that stayed only for fields that no
+        // longer exist, and is now empty, goes too unless someone owns it as such (deepest
+        // first, so emptied parents follow).
+        let mut emptied: Vec<&Path> = prev_all
+            .difference(&dropped)
+            .filter(|p| !members.contains(*p) && **p != root_meta)
+            .collect();
+        emptied.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        for p in emptied {
+            let empty = fieldset::get(&new, p, shape).is_some_and(|v| match v {
+                Value::Object(m) => m.is_empty(),
+                Value::Array(a) => a.is_empty(),
+                _ => false,
+            });
+            if empty {
                 fieldset::remove(&mut new, p, shape);
             }
         }
@@ -388,6 +416,19 @@ fn merge(dst: &mut Value, src: &Value, shape: &Shape, path: &mut Vec<String>) {
     }
 }
 
+/// The paths of a set with all their prefixes (the objects and items around each field).
+fn with_ancestors(set: &FieldSet) -> FieldSet {
+    let mut out = FieldSet::new();
+    for p in set {
+        for i in 1..=p.len() {
+            if !out.contains(&p[..i]) {
+                out.insert(p[..i].to_vec());
+            }
+        }
+    }
+    out
+}
+
 /// `[..., k:{"name":"x"}, f:name]`: a key field of a keyed item.
 fn is_key_field(p: &Path) -> bool {
     match p.as_slice() {
@@ -431,5 +472,88 @@ mod tests {
         let none = json!({"metadata": {"name": "a"}, "spec": {"ports": []}});
         let v3 = m.apply(&v2, &none, false, &w("two")).unwrap();
         assert_eq!(v3["spec"]["ports"], json!([{"name": "http", "port": 80}]));
+    }
+
+    fn whole(manager: &str) -> Writer<'_> {
+        Writer {
+            manager,
+            part: Part::Whole,
+            api_version: "v1",
+            now: "t",
+            shape: &Shape::Core,
+        }
+    }
+
+    #[test]
+    fn a_dropped_object_takes_its_unowned_fields_and_a_kept_one_keeps_them() {
+        let mut m = Managers::default();
+        let meta = json!({"name": "a"});
+        let v1 = m
+            .apply(
+                &json!({"metadata": meta}),
+                &json!({"metadata": meta, "spec": {"a": {"x": 1}, "b": {"x": 1}}}),
+                false,
+                &whole("one"),
+            )
+            .unwrap();
+        // Unowned fields (as a defaulting step would add) in both objects; another manager
+        // owns a field inside `b`.
+        let mut v2 = v1.clone();
+        v2["spec"]["a"]["unowned"] = json!(1);
+        v2["spec"]["b"]["unowned"] = json!(1);
+        v2["spec"]["b"]["y"] = json!(2);
+        m.0.push(Entry {
+            manager: "two".into(),
+            operation: "Update".into(),
+            subresource: String::new(),
+            api_version: "v1".into(),
+            time: "t".into(),
+            set: FieldSet::from([vec![
+                Pe::F("spec".into()),
+                Pe::F("b".into()),
+                Pe::F("y".into()),
+            ]]),
+        });
+        let v3 = m
+            .apply(&v2, &json!({"metadata": meta}), false, &whole("one"))
+            .unwrap();
+        assert_eq!(v3["spec"], json!({"b": {"unowned": 1, "y": 2}}));
+        assert_eq!(v3["metadata"], meta);
+    }
+
+    #[test]
+    fn an_object_kept_only_by_stale_ownership_goes_when_empty() {
+        let mut m = Managers::default();
+        let meta = json!({"name": "a"});
+        let v1 = m
+            .apply(
+                &json!({"metadata": meta}),
+                &json!({"metadata": meta, "spec": {"a": {"b": 1}, "keep": 1}}),
+                false,
+                &whole("one"),
+            )
+            .unwrap();
+        // `two` claims a field that does not exist (any more).
+        m.0.push(Entry {
+            manager: "two".into(),
+            operation: "Update".into(),
+            subresource: String::new(),
+            api_version: "v1".into(),
+            time: "t".into(),
+            set: FieldSet::from([vec![
+                Pe::F("spec".into()),
+                Pe::F("a".into()),
+                Pe::F("gone".into()),
+            ]]),
+        });
+        let v2 = m
+            .apply(
+                &v1,
+                &json!({"metadata": meta, "spec": {"keep": 1}}),
+                false,
+                &whole("one"),
+            )
+            .unwrap();
+        assert_eq!(v2["spec"], json!({"keep": 1}));
     }
 }

@@ -416,3 +416,137 @@ async fn status_apply_to_a_missing_object_is_404_and_creates_nothing() {
     assert_eq!(api_status(e).code, 404);
     assert_eq!(api_status(api.get("ghost").await.unwrap_err()).code, 404);
 }
+
+fn scheduled(name: &str, affinity: Option<Value>) -> Value {
+    let mut pod_spec = json!({"containers": [{"name": "c", "image": "i:1"}]});
+    if let Some(a) = affinity {
+        pod_spec["affinity"] = a;
+    }
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+           "spec": {"selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}})
+}
+
+fn node_affinity() -> Value {
+    json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a100"]}]}]}}})
+}
+
+fn affinity_of(o: &k8s_openapi::api::apps::v1::Deployment) -> Value {
+    serde_json::to_value(o).unwrap()["spec"]["template"]["spec"]["affinity"].clone()
+}
+
+#[tokio::test]
+async fn a_dropped_object_goes_whole_not_leaf_by_leaf() {
+    let (_c, client) = cluster().await;
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::default_namespaced(client);
+    let o = api
+        .patch(
+            "aff",
+            &pp("op"),
+            &Patch::Apply(scheduled("aff", Some(node_affinity()))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(affinity_of(&o), node_affinity());
+    let o = api
+        .patch("aff", &pp("op"), &Patch::Apply(scheduled("aff", None)))
+        .await
+        .unwrap();
+    assert_eq!(affinity_of(&o), Value::Null, "{:?}", o.spec);
+    let fields =
+        serde_json::to_value(&o.metadata.managed_fields.as_ref().unwrap()[0].fields_v1).unwrap();
+    assert!(
+        fields["f:spec"]["f:template"]["f:spec"]
+            .get("f:affinity")
+            .is_none(),
+        "{fields}"
+    );
+    // Re-applying the same intent is a no-op.
+    let again = api
+        .patch("aff", &pp("op"), &Patch::Apply(scheduled("aff", None)))
+        .await
+        .unwrap();
+    assert_eq!(again.metadata.resource_version, o.metadata.resource_version);
+}
+
+#[tokio::test]
+async fn a_dropped_object_keeps_what_another_manager_owns_inside_it() {
+    let (_c, client) = cluster().await;
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::default_namespaced(client);
+    api.patch(
+        "aff",
+        &pp("op"),
+        &Patch::Apply(scheduled("aff", Some(node_affinity()))),
+    )
+    .await
+    .unwrap();
+    let anti = json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}});
+    let sibling = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "aff"},
+                         "spec": {"template": {"spec": {"affinity": anti}}}});
+    let o = api
+        .patch("aff", &pp("scheduler"), &Patch::Apply(sibling))
+        .await
+        .unwrap();
+    let mut both = node_affinity();
+    both["podAntiAffinity"] = anti["podAntiAffinity"].clone();
+    assert_eq!(affinity_of(&o), both);
+    let o = api
+        .patch("aff", &pp("op"), &Patch::Apply(scheduled("aff", None)))
+        .await
+        .unwrap();
+    // The parent stays for the other manager's field; nothing of the dropped part lingers.
+    assert_eq!(affinity_of(&o), anti);
+}
+
+#[tokio::test]
+async fn dropping_a_status_object_with_required_children_removes_it_whole() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    api.patch(
+        "a",
+        &pp("op"),
+        &Patch::Apply(applied("a", json!({"size": 1}))),
+    )
+    .await
+    .unwrap();
+    let status = |s: Value| {
+        json!({"apiVersion": "test.kinfer.dev/v1", "kind": "Widget", "metadata": {"name": "a"},
+               "status": s})
+    };
+    let resolved = json!({"nodeSelectorTerms": [{"key": "gpu", "values": ["a100"]}]});
+    let o = api
+        .patch_status(
+            "a",
+            &pp("op-status"),
+            &Patch::Apply(status(
+                json!({"phase": "Ready", "resolvedNodeAffinity": resolved}),
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.data["status"]["resolvedNodeAffinity"], resolved);
+    let o = api
+        .patch_status(
+            "a",
+            &pp("op-status"),
+            &Patch::Apply(status(json!({"phase": "Ready"}))),
+        )
+        .await
+        .expect("dropping resolvedNodeAffinity must not leave an invalid empty object");
+    assert_eq!(o.data["status"], json!({"phase": "Ready"}));
+    // A status the manager stops applying altogether goes too.
+    let o = api
+        .patch_status(
+            "a",
+            &pp("op-status"),
+            &Patch::Apply(applied("a", json!({"size": 1}))),
+        )
+        .await
+        .unwrap();
+    assert!(o.data.get("status").is_none(), "{}", o.data);
+    assert_eq!(o.data["spec"]["size"], 1);
+}

@@ -80,7 +80,12 @@ pub fn widget_crd() -> Value {
                             "type": "object",
                             "properties": {
                                 "phase": { "type": "string" },
-                                "observedGeneration": { "type": "integer" }
+                                "observedGeneration": { "type": "integer" },
+                                "resolvedNodeAffinity": { "type": "object", "required": ["nodeSelectorTerms"],
+                                    "properties": { "nodeSelectorTerms": { "type": "array", "items": {
+                                        "type": "object", "required": ["key"],
+                                        "properties": { "key": { "type": "string" },
+                                                        "values": { "type": "array", "items": { "type": "string" } } } } } } }
                             }
                         }
                     }

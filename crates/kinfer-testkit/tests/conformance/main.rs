@@ -18,5 +18,6 @@ mod lifecycle;
 mod patch;
 mod runtime;
 mod schema;
+mod secrets;
 mod simulator;
 mod watch;
