@@ -29,9 +29,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Node;
 use kinfer_api::aim::{
     AIMClusterModel, AIMClusterModelSource, AIMClusterRuntimeConfig, AIMClusterServiceTemplate,
-    AIMModel, AIMRuntimeConfig, AIMServiceTemplate,
+    AIMModel, AIMRuntimeConfig, AIMService, AIMServiceTemplate,
 };
-use kinfer_api::kserve::{ClusterServingRuntime, ServingRuntime};
+use kinfer_api::kserve::{ClusterServingRuntime, InferenceService, ServingRuntime};
 use kinfer_state::metrics::Metrics;
 use kinfer_state::pipeline::Pipeline;
 use kinfer_state::{Engine, EngineConfig};
@@ -47,6 +47,7 @@ use crate::model::{ModelKind, ModelPipeline};
 use crate::model_source::ModelSourcePipeline;
 use crate::runtime_config::{RuntimeConfigKind, RuntimeConfigPipeline, resolve};
 use crate::scheme;
+use crate::service::ServicePipeline;
 use crate::template::fetch::DISCOVERY_SELECTOR;
 use crate::template::{TemplateKind, TemplatePipeline};
 
@@ -481,6 +482,13 @@ impl Operator {
             n,
             shutdown.clone(),
         ));
+        futures.push(service_controller(
+            &client,
+            &ctx,
+            &metrics,
+            n,
+            shutdown.clone(),
+        ));
         futures.push(source_controller(
             &client,
             &ctx,
@@ -571,6 +579,76 @@ fn config_controller<K: RuntimeConfigKind>(
         metrics,
     );
     drive(base::<K>(client, n), engine, shutdown)
+}
+
+/// Every service in `namespace` (all services for `None`), to re-enqueue on a model or
+/// template change (resolution and selection read them).
+fn services_in(
+    store: Store<Guarded<AIMService>>,
+) -> impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<AIMService>>> + Send + Sync + Clone + 'static {
+    move |namespace: Option<&str>| {
+        store
+            .state()
+            .iter()
+            .filter_map(|g| g.0.as_ref().ok())
+            .filter(|s| namespace.is_none() || s.meta().namespace.as_deref() == namespace)
+            .map(|s| object_ref::<AIMService>(&s.name_any(), s.meta().namespace.as_deref()))
+            .collect()
+    }
+}
+
+fn service_controller(
+    client: &Client,
+    ctx: &Arc<Context>,
+    metrics: &Metrics,
+    concurrency: u16,
+    shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()> {
+    let controller = scheme::controller::SERVICE;
+    let engine = engine(
+        client,
+        ServicePipeline::new(Arc::clone(ctx)),
+        controller,
+        metrics,
+    );
+    let c = base::<AIMService>(client, concurrency)
+        .watches(
+            Api::<InferenceService>::all(client.clone()),
+            children_config(controller),
+            owner_of::<AIMService, InferenceService>(true),
+        )
+        .watches(
+            Api::<gateway_api::httproutes::HttpRoute>::all(client.clone()),
+            children_config(controller),
+            owner_of::<AIMService, gateway_api::httproutes::HttpRoute>(true),
+        );
+    let by_ns = services_in(c.store());
+    let (in_model_ns, all_models, in_template_ns) = (by_ns.clone(), by_ns.clone(), by_ns.clone());
+    let c = c
+        .watches(
+            Api::<AIMModel>::all(client.clone()),
+            watcher::Config::default(),
+            move |m| in_model_ns(m.meta().namespace.as_deref()),
+        )
+        .watches(
+            Api::<AIMClusterModel>::all(client.clone()),
+            watcher::Config::default(),
+            move |_| all_models(None),
+        )
+        .watches(
+            Api::<AIMServiceTemplate>::all(client.clone()),
+            watcher::Config::default(),
+            move |t| in_template_ns(t.meta().namespace.as_deref()),
+        )
+        .watches(
+            Api::<AIMClusterServiceTemplate>::all(client.clone()),
+            watcher::Config::default(),
+            move |_| by_ns(None),
+        );
+    let c = with_config_watches(c, client, |s: &AIMService| {
+        s.spec.runtime_config_name.as_deref()
+    });
+    drive(c, engine, shutdown)
 }
 
 fn source_controller(

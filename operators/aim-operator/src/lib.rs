@@ -33,6 +33,7 @@ pub mod model_source;
 pub mod runtime_config;
 pub mod scheme;
 pub mod secrets;
+pub mod service;
 pub mod startup;
 pub mod template;
 

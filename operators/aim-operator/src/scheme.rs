@@ -36,6 +36,8 @@ pub mod controller {
     pub const CLUSTER_RUNTIME_CONFIG: &str = "cluster-runtime-config";
     /// AIMClusterModelSource.
     pub const MODEL_SOURCE: &str = "cluster-model-source";
+    /// AIMService.
+    pub const SERVICE: &str = "service";
 }
 
 /// The label scheme of one controller.

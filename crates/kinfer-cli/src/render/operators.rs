@@ -35,11 +35,11 @@ pub const RECONCILED: &[(&str, &str)] = &[
     ("aim.eai.amd.com", "AIMRuntimeConfig"),
     ("aim.eai.amd.com", "AIMClusterRuntimeConfig"),
     ("aim.eai.amd.com", "AIMClusterModelSource"),
+    ("aim.eai.amd.com", "AIMService"),
 ];
 
 /// kinfer kinds that no operator in this build reconciles yet (AIM part 2).
 pub const NOT_YET_RECONCILED: &[(&str, &str)] = &[
-    ("aim.eai.amd.com", "AIMService"),
     ("aim.eai.amd.com", "AIMTemplateCache"),
     ("aim.eai.amd.com", "AIMArtifact"),
 ];

@@ -95,7 +95,6 @@ fn aim_serving_models_and_configs_reach_ready() {
 }
 
 #[test]
-#[ignore = "AIMService has no controller in aim-operator yet (AIM part 2): render applies the services but nothing reconciles them"]
 fn aim_service_examples_reach_ready() {
     every_input_ready("aim/serving", None);
 }

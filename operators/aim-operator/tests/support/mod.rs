@@ -54,6 +54,7 @@ pub async fn start_with(tune: impl FnOnce(&mut Settings)) -> Env {
     let cluster = TestCluster::start_simulated().await.expect("cluster");
     let mut crds = kinfer_api::aim::crds();
     crds.extend(kinfer_api::third_party::crds());
+    crds.push(<gateway_api::httproutes::HttpRoute as kube::CustomResourceExt>::crd());
     cluster.install_crds(&crds).expect("crds");
     let client = cluster.client().expect("client");
     for ns in [NS, SYSTEM_NS] {

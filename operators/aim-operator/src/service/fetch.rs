@@ -1,0 +1,236 @@
+//! Service fetch: everything an AIMService depends on.
+//!
+//! Contract: reads only, never fails as a whole (each item's error is captured). Reads the
+//! runtime config (namespace over cluster); the AIMModels of the service's namespace and the
+//! AIMClusterModels (to resolve by name or by image); the AIMServiceTemplates of the namespace
+//! and the AIMClusterServiceTemplates (explicit lookup or selection happens in
+//! [`super::compose`]); the Nodes' labels (informer cache when available) for the cluster's
+//! GPU models. The InferenceService and HTTPRoute are read by the engine as children.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Node;
+use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
+use kinfer_api::aim::template::AIMTemplateCachingConfig;
+use kinfer_api::aim::{
+    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMServiceTemplate,
+    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus,
+};
+use kinfer_api::phase::Phase;
+use kinfer_select::gpu::ClusterGpus;
+use kinfer_state::{CategorizeIn, CategorizedError, Direction};
+use kube::api::ListParams;
+use kube::{Api, Client, Resource, ResourceExt};
+
+use crate::context::Context;
+use crate::runtime_config::resolve;
+use crate::scheme;
+
+/// A model a service can use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    /// `metadata.name`.
+    pub name: String,
+    /// For `status.resolvedModel`.
+    pub reference: ResolvedReference,
+    /// The spec.
+    pub spec: AIMModelSpec,
+    /// `status.status`.
+    pub phase: Phase,
+}
+
+/// A template a service can use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateInfo {
+    /// `metadata.name`.
+    pub name: String,
+    /// Namespace or cluster.
+    pub scope: ResolutionScope,
+    /// Namespace (namespace templates).
+    pub namespace: Option<String>,
+    /// `metadata.uid`.
+    pub uid: Option<String>,
+    /// The shared spec.
+    pub spec: AIMServiceTemplateSpecCommon,
+    /// `spec.caching` (namespace templates).
+    pub caching: Option<AIMTemplateCachingConfig>,
+    /// The status.
+    pub status: Option<AIMServiceTemplateStatus>,
+    /// Labelled `aim.eai.amd.com/origin=derived`.
+    pub derived: bool,
+}
+
+impl TemplateInfo {
+    /// `status.status` (Pending when unset).
+    pub fn phase(&self) -> Phase {
+        self.status.as_ref().map(|s| s.status).unwrap_or_default()
+    }
+
+    /// For `status.resolvedTemplate`.
+    pub fn reference(&self) -> ResolvedReference {
+        ResolvedReference {
+            kind: Some(
+                match self.scope {
+                    ResolutionScope::Cluster => "AIMClusterServiceTemplate",
+                    _ => "AIMServiceTemplate",
+                }
+                .into(),
+            ),
+            name: Some(self.name.clone()),
+            namespace: self.namespace.clone(),
+            scope: Some(self.scope),
+            uid: self.uid.clone(),
+        }
+    }
+}
+
+/// What the service's fetch step read.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The runtime config.
+    pub runtime_config: resolve::Fetched,
+    /// Namespace models then cluster models.
+    pub models: Result<Vec<ModelInfo>, CategorizedError>,
+    /// Namespace templates then cluster templates.
+    pub templates: Result<Vec<TemplateInfo>, CategorizedError>,
+    /// The GPU models the cluster's Nodes carry.
+    pub gpus: Result<ClusterGpus, CategorizedError>,
+}
+
+#[allow(clippy::needless_pass_by_value)] // used as `map_err(up)`
+fn up(e: kube::Error) -> CategorizedError {
+    e.categorize_in(Direction::Upstream)
+}
+
+fn model_ref(kind: &str, name: &str, ns: Option<&str>, uid: Option<String>) -> ResolvedReference {
+    ResolvedReference {
+        kind: Some(kind.into()),
+        name: Some(name.into()),
+        namespace: ns.map(str::to_owned),
+        scope: Some(if ns.is_some() {
+            ResolutionScope::Namespace
+        } else {
+            ResolutionScope::Cluster
+        }),
+        uid,
+    }
+}
+
+async fn models(client: &Client, ns: &str) -> Result<Vec<ModelInfo>, CategorizedError> {
+    let lp = ListParams::default();
+    let mut out: Vec<ModelInfo> = Api::<AIMModel>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .map_err(up)?
+        .items
+        .into_iter()
+        .map(|m| ModelInfo {
+            name: m.name_any(),
+            reference: model_ref("AIMModel", &m.name_any(), Some(ns), m.uid()),
+            phase: m.status.as_ref().map(|s| s.status).unwrap_or_default(),
+            spec: m.spec,
+        })
+        .collect();
+    out.extend(
+        Api::<AIMClusterModel>::all(client.clone())
+            .list(&lp)
+            .await
+            .map_err(up)?
+            .items
+            .into_iter()
+            .map(|m| ModelInfo {
+                name: m.name_any(),
+                reference: model_ref("AIMClusterModel", &m.name_any(), None, m.uid()),
+                phase: m.status.as_ref().map(|s| s.status).unwrap_or_default(),
+                spec: m.spec.0,
+            }),
+    );
+    Ok(out)
+}
+
+fn is_derived<K: Resource>(t: &K) -> bool {
+    t.meta()
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(scheme::ORIGIN_LABEL))
+        .is_some_and(|v| v == super::DERIVED)
+}
+
+async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, CategorizedError> {
+    let lp = ListParams::default();
+    let mut out: Vec<TemplateInfo> = Api::<AIMServiceTemplate>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .map_err(up)?
+        .items
+        .into_iter()
+        .map(|t| TemplateInfo {
+            name: t.name_any(),
+            scope: ResolutionScope::Namespace,
+            namespace: Some(ns.to_owned()),
+            uid: t.uid(),
+            derived: is_derived(&t),
+            spec: t.spec.common,
+            caching: t.spec.caching,
+            status: t.status,
+        })
+        .collect();
+    out.extend(
+        Api::<AIMClusterServiceTemplate>::all(client.clone())
+            .list(&lp)
+            .await
+            .map_err(up)?
+            .items
+            .into_iter()
+            .map(|t| TemplateInfo {
+                name: t.name_any(),
+                scope: ResolutionScope::Cluster,
+                namespace: None,
+                uid: t.uid(),
+                derived: is_derived(&t),
+                spec: t.spec.0,
+                caching: None,
+                status: t.status,
+            }),
+    );
+    Ok(out)
+}
+
+async fn gpus(ctx: &Context, client: &Client) -> Result<ClusterGpus, CategorizedError> {
+    let labels: Vec<BTreeMap<String, String>> = if let Some(store) = &ctx.nodes
+        && store.wait_until_ready().await.is_ok()
+    {
+        store.state().iter().map(|n| n.labels().clone()).collect()
+    } else {
+        Api::<Node>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(up)?
+            .items
+            .iter()
+            .map(|n| n.labels().clone())
+            .collect()
+    };
+    Ok(ClusterGpus::from_nodes(labels.iter()))
+}
+
+/// Reads everything; see the module contract.
+pub async fn fetch(
+    ctx: &Context,
+    client: &Client,
+    namespace: &str,
+    runtime_config: Option<&str>,
+) -> Fetched {
+    let (rc, models, templates, gpus) = futures::join!(
+        resolve::fetch(client, Some(namespace), runtime_config),
+        models(client, namespace),
+        templates(client, namespace),
+        gpus(ctx, client),
+    );
+    Fetched {
+        runtime_config: rc,
+        models,
+        templates,
+        gpus,
+    }
+}
