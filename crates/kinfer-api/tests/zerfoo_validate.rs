@@ -49,6 +49,26 @@ fn valid_specs_are_accepted() {
     minimal.resources = None;
     minimal.health_check = None;
     assert_eq!(paths(&minimal), Vec::<String>::new());
+    let mut zero_bounds = valid();
+    zero_bounds.min_replicas = Some(0);
+    zero_bounds.max_replicas = Some(0);
+    assert_eq!(paths(&zero_bounds), Vec::<String>::new());
+}
+
+#[test]
+fn a_lone_autoscaling_bound_names_its_partner() {
+    let mut spec = valid();
+    spec.min_replicas = Some(2);
+    assert_eq!(
+        spec.validate().expect_err("lone min").to_string(),
+        "spec.minReplicas: must be set together with spec.maxReplicas"
+    );
+    let mut spec = valid();
+    spec.max_replicas = Some(4);
+    assert_eq!(
+        spec.validate().expect_err("lone max").to_string(),
+        "spec.maxReplicas: must be set together with spec.minReplicas"
+    );
 }
 
 #[test]
@@ -91,6 +111,32 @@ fn each_rule_is_rejected_with_its_field_path() {
                 s.max_replicas = Some(5);
             },
             "spec.replicas",
+        ),
+        (
+            "minReplicas without maxReplicas",
+            |s| s.min_replicas = Some(2),
+            "spec.minReplicas",
+        ),
+        (
+            "minReplicas with a zero maxReplicas",
+            |s| {
+                s.min_replicas = Some(2);
+                s.max_replicas = Some(0);
+            },
+            "spec.minReplicas",
+        ),
+        (
+            "maxReplicas without minReplicas",
+            |s| s.max_replicas = Some(5),
+            "spec.maxReplicas",
+        ),
+        (
+            "maxReplicas with a zero minReplicas",
+            |s| {
+                s.min_replicas = Some(0);
+                s.max_replicas = Some(5);
+            },
+            "spec.maxReplicas",
         ),
         (
             "negative minReplicas",

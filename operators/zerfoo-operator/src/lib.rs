@@ -22,9 +22,7 @@
 //! - [`controller`]: the `kube::runtime::Controller` wiring and the startup CRD check;
 //! - [`app`]: the `run` flags and the library entry point the binary (and the in-process
 //!   end-to-end test) calls; the binary plumbing (leader election, `/metrics` `/healthz`
-//!   `/readyz`, tracing, client, common flags) is [`kinfer_operator`]'s;
-//! - [`leader`], [`server`]: compatibility re-exports of [`kinfer_operator`]'s, for the
-//!   operators that still name them here.
+//!   `/readyz`, tracing, client, common flags) is [`kinfer_operator`]'s.
 //!
 //! The objects themselves (Deployments, Services, HPA, weighted HTTPRoute) and their names are
 //! built by [`kinfer_builders::zerfoo`] and [`kinfer_builders::naming::zerfoo`].
@@ -34,10 +32,8 @@
 pub mod app;
 pub mod config;
 pub mod controller;
-pub mod leader;
 pub mod names;
 pub mod reconciler;
-pub mod server;
 
 pub use config::{GpuVendor, OperatorConfig};
 pub use reconciler::ZerfooPipeline;

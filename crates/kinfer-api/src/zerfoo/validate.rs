@@ -1,5 +1,5 @@
 //! The upstream `Validate()` rules, plus the checks upstream skipped (replicas within the
-//! autoscaling bounds, quantities that parse), each reported with its field path.
+//! autoscaling bounds, both autoscaling bounds or neither, quantities that parse), each reported with its field path.
 
 use super::{ZerfooInferenceService, ZerfooInferenceServiceSpec};
 use crate::quantity;
@@ -28,6 +28,19 @@ impl Validate for ZerfooInferenceServiceSpec {
             if value.is_some_and(|v| v < 0) {
                 errors.push(path, "must not be negative");
             }
+        }
+        // Autoscaling needs both bounds; one alone would be silently ignored.
+        let set = |v: Option<i32>| v.is_some_and(|v| v > 0);
+        match (set(self.min_replicas), set(self.max_replicas)) {
+            (true, false) => errors.push(
+                "spec.minReplicas",
+                "must be set together with spec.maxReplicas",
+            ),
+            (false, true) => errors.push(
+                "spec.maxReplicas",
+                "must be set together with spec.minReplicas",
+            ),
+            _ => {}
         }
         if let Some((min, max)) = self.autoscaling() {
             if min > max {

@@ -10,8 +10,10 @@
 //!   `resourceVersion`, `uid`, `creationTimestamp`, `deletionTimestamp`, `selfLink`, the `uid`
 //!   of each owner reference, and every status field named `uid` (references to other
 //!   objects). Every status field holding an RFC 3339 timestamp (`lastTransitionTime`,
-//!   `startTime`, ...) is set to [`EPOCH`], so schemas requiring it still hold. `metadata.generation` stays. Map keys are
-//!   sorted, so the text is byte-stable run to run.
+//!   `startTime`, ...) is set to [`EPOCH`], so schemas requiring it still hold.
+//!   `metadata.generation` and every `observedGeneration` are removed too: how many
+//!   intermediate specs an operator applied before settling depends on reconcile order, not
+//!   on the plan. Map keys are sorted, so the text is byte-stable run to run.
 //! - Objects are sorted by apiVersion, kind, namespace (cluster-scoped first), name.
 //! - [`to_yaml`]: one `---`-separated YAML document per object; [`to_json`]: one `v1` `List`.
 
@@ -119,6 +121,7 @@ fn drop_volatile(value: &mut Value) {
     match value {
         Value::Object(map) => {
             map.remove("uid");
+            map.remove("observedGeneration");
             for v in map.values_mut() {
                 if v.as_str().is_some_and(is_timestamp) {
                     *v = json!(EPOCH);
@@ -155,6 +158,7 @@ pub fn clean(mut value: Value) -> Value {
         for field in [
             "managedFields",
             "resourceVersion",
+            "generation",
             "uid",
             "creationTimestamp",
             "deletionTimestamp",
@@ -219,15 +223,16 @@ mod tests {
             "metadata": { "name": "a", "uid": "u", "resourceVersion": "7", "generation": 2,
                           "creationTimestamp": "2024-01-02T03:04:05Z", "managedFields": [],
                           "ownerReferences": [{ "kind": "X", "name": "x", "uid": "u2" }] },
-            "status": { "conditions": [{ "type": "Ready", "lastTransitionTime": "2024-01-02T03:04:05Z" }],
-                        "phase": "Running" }
+            "status": { "conditions": [{ "type": "Ready", "lastTransitionTime": "2024-01-02T03:04:05Z",
+                                         "observedGeneration": 2 }],
+                        "observedGeneration": 2, "phase": "Running" }
         });
         let cleaned = clean(raw);
         assert_eq!(
             cleaned,
             json!({
                 "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": { "generation": 2, "name": "a",
+                "metadata": { "name": "a",
                               "ownerReferences": [{ "kind": "X", "name": "x" }] },
                 "status": { "conditions": [{ "type": "Ready", "lastTransitionTime": EPOCH }],
                             "phase": "Running" }

@@ -39,35 +39,15 @@ use self::fetch::Image;
 use crate::context::Context;
 use crate::scheme::{AUTO_GENERATED, MODEL_SOURCE_LABEL, ORIGIN_LABEL, label_value};
 
-/// Parses a Go duration (`1h`, `30m`, `2h30m`, `90s`, `1.5h`).
+/// Parses a Go duration (`1h`, `30m`, `2h30m`, `90s`, `1.5h`) with the one duration parser of
+/// kinfer-api; `None` for anything malformed or too large for a `Duration` (never a panic).
 pub fn parse_duration(s: &str) -> Option<Duration> {
-    let mut total = 0f64;
-    let mut num = String::new();
-    let mut chars = s.trim().chars().peekable();
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        if c == 'm' && chars.peek() == Some(&'s') {
-            unit.push('s');
-            chars.next();
-        }
-        let n: f64 = num.parse().ok()?;
-        num.clear();
-        total += n * match unit.as_str() {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            _ => return None,
-        };
-        any = true;
-    }
-    (any && num.is_empty() && total.is_finite()).then(|| Duration::from_secs_f64(total))
+    let seconds = kinfer_api::schema::parse_duration_seconds(s)?;
+    Duration::try_from_secs_f64(seconds).ok()
 }
+
+/// The shortest sync interval honoured: `0s` would list the registry on every reconcile.
+const MIN_SYNC_INTERVAL: Duration = Duration::from_mins(1);
 
 /// What fetch found.
 #[derive(Debug)]
@@ -127,7 +107,9 @@ impl ModelSourcePipeline {
 }
 
 fn interval(src: &AIMClusterModelSource) -> Duration {
-    parse_duration(&src.spec.sync_interval).unwrap_or(Duration::from_hours(1))
+    parse_duration(&src.spec.sync_interval)
+        .unwrap_or(Duration::from_hours(1))
+        .max(MIN_SYNC_INTERVAL)
 }
 
 fn choose(
@@ -374,5 +356,7 @@ mod tests {
         assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
         assert_eq!(parse_duration("15"), None);
         assert_eq!(parse_duration("x"), None);
+        // Huge values are malformed, not a panic.
+        assert_eq!(parse_duration("9999999999999999h"), None);
     }
 }

@@ -116,6 +116,18 @@ where
     result.as_ref().ok().cloned().flatten()
 }
 
+/// Route health from the Gateway API inspector; a route that does not serialise is an error,
+/// not an inspection of `null`.
+fn route_health(route: &HttpRoute) -> ComponentHealth {
+    match serde_json::to_value(route) {
+        Ok(value) => inspect::http_route(&value),
+        Err(e) => ComponentHealth::new("Route").error(CategorizedError::new(
+            ErrorCategory::Infrastructure,
+            format!("the live HTTPRoute does not serialise: {e}"),
+        )),
+    }
+}
+
 /// The observation of one service; see the module contract.
 pub fn compose(
     object: &ZerfooInferenceService,
@@ -164,9 +176,7 @@ pub fn compose(
              (install the Gateway API CRDs and restart the operator)",
             ))
     } else if gateway.is_some() {
-        downstream("Route", &fetched.route, |route: &HttpRoute| {
-            inspect::http_route(&serde_json::to_value(route).unwrap_or_default())
-        })
+        downstream("Route", &fetched.route, route_health)
     } else {
         not_configured(
             "Route",

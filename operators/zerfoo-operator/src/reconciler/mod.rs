@@ -124,6 +124,17 @@ pub fn status_of(
     }
 }
 
+/// [`status_of`] as the JSON the engine writes; an error instead of `null` when it does not
+/// serialise.
+pub fn status_value(
+    object: &ZerfooInferenceService,
+    state: &State,
+    status: OverallStatus,
+    conditions: Vec<Condition>,
+) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::to_value(status_of(object, state, status, conditions))
+}
+
 impl Pipeline for ZerfooPipeline {
     type Object = ZerfooInferenceService;
     type Fetched = Result<fetch::Fetched, NameError>;
@@ -175,7 +186,63 @@ impl Pipeline for ZerfooPipeline {
         status: OverallStatus,
         conditions: Vec<Condition>,
     ) -> serde_json::Value {
-        serde_json::to_value(status_of(object, &observation.state, status, conditions))
-            .unwrap_or_default()
+        status_value(object, &observation.state, status, conditions).unwrap_or_else(|error| {
+            // `Pipeline::status` cannot fail, so the error is logged and the stored status is
+            // written back unchanged (never `status: null`, which would wipe it).
+            tracing::error!(
+                name = %object.metadata.name.as_deref().unwrap_or_default(),
+                %error,
+                "status does not serialise; keeping the stored status"
+            );
+            serde_json::to_value(&object.status)
+                .ok()
+                .filter(serde_json::Value::is_object)
+                .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kinfer_api::zerfoo::{ZerfooInferenceService, ZerfooInferenceServiceSpec};
+    use kinfer_state::{Observation, OverallStatus, Pipeline};
+
+    use super::{State, ZerfooPipeline, status_value};
+    use crate::config::OperatorConfig;
+
+    fn service() -> ZerfooInferenceService {
+        let mut zis = ZerfooInferenceService::new(
+            "my-llama",
+            ZerfooInferenceServiceSpec {
+                model_ref: "m".into(),
+                replicas: 1,
+                min_replicas: None,
+                max_replicas: None,
+                resources: None,
+                canary: None,
+                health_check: None,
+                gateway_ref: None,
+            },
+        );
+        zis.metadata.generation = Some(3);
+        zis
+    }
+
+    #[test]
+    fn the_status_is_an_object_never_null() {
+        let zis = service();
+        let value = status_value(&zis, &State::default(), OverallStatus::Ready, Vec::new())
+            .expect("serialises");
+        assert!(value.is_object(), "{value}");
+        assert_eq!(value["ready"], true);
+        assert_eq!(value["observedGeneration"], 3);
+        let pipeline = ZerfooPipeline::new(OperatorConfig::default());
+        let written = pipeline.status(
+            &zis,
+            &Observation::new(State::default()),
+            OverallStatus::Ready,
+            Vec::new(),
+        );
+        assert_eq!(written, value);
     }
 }
