@@ -9,6 +9,7 @@
 mod ci;
 mod gen_crds;
 mod gen_docs;
+mod generated;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
