@@ -75,12 +75,12 @@ fn single_kube(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn cargo() -> String {
+pub(crate) fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
-fn step(what: &str, command: &mut Command) -> Result<()> {
-    eprintln!("xtask ci: {what}");
+pub(crate) fn step(what: &str, command: &mut Command) -> Result<()> {
+    eprintln!("xtask: {what}");
     let status = command
         .status()
         .with_context(|| format!("{what}: could not start {command:?}"))?;

@@ -5,7 +5,9 @@
 //! - `gen-docs [--check]`: write the API reference `docs/reference/*.md` from the CRD schemas,
 //!   or fail when the committed pages differ.
 //! - `ci`: the test command of the README and `.ci/run`.
+//! - `bench [ARGS...]`: build `kinfer-bench` and the operators (release) and run the benchmarks.
 
+mod bench;
 mod ci;
 mod gen_crds;
 mod gen_docs;
@@ -37,6 +39,13 @@ enum Command {
     },
     /// Install missing test tools, check generated files, run every test.
     Ci,
+    /// Build the benchmark harness and operators (release) and run the benchmarks; every
+    /// argument goes to `kinfer-bench` (`--scenario`, `--n`, `--json`, `--help`, ...).
+    Bench {
+        /// Arguments for `kinfer-bench`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -44,5 +53,6 @@ fn main() -> Result<()> {
         Command::GenCrds { check } => gen_crds::run(check),
         Command::GenDocs { check } => gen_docs::run(check),
         Command::Ci => ci::run(&gen_crds::workspace_root()),
+        Command::Bench { args } => bench::run(&gen_crds::workspace_root(), &args),
     }
 }

@@ -23,6 +23,17 @@ pub const TRACK: &str = "kinfer.dev/track";
 /// only, never in selectors or pod templates.
 pub const KINFER_MANAGED_BY: &str = "kinfer.dev/managed-by";
 
+/// `kinfer.dev/parent-namespace`: the namespace of the parent of an object no owner reference
+/// can reach (cluster-scoped RBAC). With [`PARENT_NAME`] and [`KINFER_MANAGED_BY`] it selects
+/// exactly one parent's cluster-scoped objects (for watches and finalizer cleanup).
+pub const PARENT_NAMESPACE: &str = "kinfer.dev/parent-namespace";
+/// `kinfer.dev/parent-name`: the name of that parent, as a label value (sanitised; a name over
+/// 63 characters is cut and hashed).
+pub const PARENT_NAME: &str = "kinfer.dev/parent-name";
+/// `kinfer.dev/parent`: annotation with the exact `<namespace>/<name>` of that parent, to map
+/// an event back to it when the name label had to be hashed.
+pub const PARENT_ANNOTATION: &str = "kinfer.dev/parent";
+
 /// The longest glob [`glob_match`] evaluates; longer patterns match nothing.
 pub const MAX_GLOB_LEN: usize = 256;
 

@@ -14,8 +14,52 @@ use crate::naming::sanitize_label_value;
 // The keys are defined once, in kinfer-api (the reconcile engine selects on
 // `KINFER_MANAGED_BY` too).
 pub use kinfer_api::labels::{
-    COMPONENT, INSTANCE, KINFER_MANAGED_BY, MANAGED_BY, NAME, PART_OF, TRACK,
+    COMPONENT, INSTANCE, KINFER_MANAGED_BY, MANAGED_BY, NAME, PARENT_ANNOTATION, PARENT_NAME,
+    PARENT_NAMESPACE, PART_OF, TRACK,
 };
+
+/// The parent labels of an object no owner reference can reach (cluster-scoped RBAC):
+/// [`PARENT_NAMESPACE`] and [`PARENT_NAME`] (sanitised like every label value). Select with
+/// [`parent_selector`]; map back with [`parent_ref`].
+pub fn parent_labels(namespace: &str, name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (PARENT_NAMESPACE.to_owned(), sanitize_label_value(namespace)),
+        (PARENT_NAME.to_owned(), sanitize_label_value(name)),
+    ])
+}
+
+/// The annotation naming the parent exactly: [`PARENT_ANNOTATION`] `= <namespace>/<name>`.
+pub fn parent_annotations(namespace: &str, name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(PARENT_ANNOTATION.to_owned(), format!("{namespace}/{name}"))])
+}
+
+/// The label selector of [`parent_labels`] (add the operator's `kinfer.dev/managed-by` to
+/// narrow it to one operator).
+pub fn parent_selector(namespace: &str, name: &str) -> String {
+    parent_labels(namespace, name)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `(namespace, name)` of the parent an object names: from [`PARENT_ANNOTATION`], and only
+/// when its parent labels agree (an object whose labels were edited to point elsewhere, or
+/// that carries no parent labels, names nobody).
+pub fn parent_ref(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<(String, String)> {
+    let (namespace, name) = meta
+        .annotations
+        .as_ref()?
+        .get(PARENT_ANNOTATION)?
+        .split_once('/')?;
+    let labels = meta.labels.as_ref()?;
+    parent_labels(namespace, name)
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+        .then(|| (namespace.to_owned(), name.to_owned()))
+}
 
 /// otterscale model-operator's label sets (`../shared/reference/modelservice/NOTES.md`
 /// section b, "Labels used"), reproduced exactly because they are in immutable Deployment
@@ -128,6 +172,34 @@ mod tests {
         assert_eq!(all.len(), 4);
         assert!(!all.keys().any(|k| k.contains("version")));
         assert!(!labels.selector().contains_key(MANAGED_BY));
+    }
+
+    #[test]
+    fn parent_labels_select_and_map_back_to_the_exact_parent() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let long = format!("{}.model", "x".repeat(70));
+        let meta = |labels, annotations| ObjectMeta {
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        };
+        let ok = meta(parent_labels("ns", &long), parent_annotations("ns", &long));
+        assert_eq!(parent_ref(&ok), Some(("ns".to_owned(), long.clone())));
+        assert!(crate::naming::is_label_value(
+            &ok.labels.as_ref().unwrap()[PARENT_NAME]
+        ));
+        assert_eq!(
+            parent_selector("ns", "m"),
+            "kinfer.dev/parent-name=m,kinfer.dev/parent-namespace=ns"
+        );
+        // Labels pointing elsewhere, or none at all: nobody's.
+        let moved = meta(
+            parent_labels("other", &long),
+            parent_annotations("ns", &long),
+        );
+        assert_eq!(parent_ref(&moved), None);
+        let bare = meta(BTreeMap::new(), parent_annotations("ns", "m"));
+        assert_eq!(parent_ref(&bare), None);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! - [`deployment`]: `<name>-primary` or `<name>-canary`; container `zerfoo` running
 //!   `serve --model <modelRef> --port 8080` from the given image; cpu and memory as both
 //!   request and limit; with a [`Gpu`], one GPU of its resource, a required node affinity on
-//!   the vendor's GPU-memory label ([`gpu_affinity`]) and no surge pod; readiness and liveness
-//!   HTTP probes from [`HealthProbe`] (failure thresholds 3 and 5); the restricted security
+//!   the vendor's GPU-memory label ([`gpu_affinity`]) and no surge pod; startup, readiness
+//!   and liveness probes ([`probes`]: HTTP on the [`HealthProbe`] path, TCP on the serving
+//!   port without one); the restricted security
 //!   context (UID/GID 65532); selector and pod labels `{name, instance, component: primary |
 //!   canary}`. `replicas: None` leaves the field out (an HPA owns it).
 //! - [`shared_service`]: `<name>-svc`, selecting both tracks (no component in the selector),
@@ -31,6 +32,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{
     Affinity, Container, HTTPGetAction, NodeAffinity, NodeSelector, NodeSelectorRequirement,
     NodeSelectorTerm, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Service,
+    TCPSocketAction,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -237,18 +239,77 @@ pub fn gpu_affinity(vendor: GpuVendor, bytes: u64) -> NodeSelectorRequirement {
     }
 }
 
-fn probe(health: &HealthProbe, failure_threshold: i32) -> Probe {
+fn http_probe(health: &HealthProbe, period_seconds: i32, failure_threshold: i32) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
             path: Some(health.path.clone()),
             port: IntOrString::String(PORT_NAME.to_owned()),
             ..HTTPGetAction::default()
         }),
-        period_seconds: Some(health.period_seconds.max(1)),
+        period_seconds: Some(period_seconds.max(1)),
         timeout_seconds: Some(health.timeout_seconds.max(1)),
         failure_threshold: Some(failure_threshold),
         ..Probe::default()
     }
+}
+
+/// A TCP connect to the serving port, with the shared probe timings of [`pod`].
+fn tcp_probe(timings: pod::ProbeTimings) -> Probe {
+    Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::String(PORT_NAME.to_owned()),
+            host: None,
+        }),
+        period_seconds: Some(timings.period_seconds),
+        timeout_seconds: Some(TCP_TIMEOUT_SECONDS),
+        failure_threshold: Some(timings.failure_threshold),
+        ..Probe::default()
+    }
+}
+
+/// Seconds a default TCP probe waits for the connection.
+pub const TCP_TIMEOUT_SECONDS: i32 = 5;
+
+/// The container's (startup, readiness, liveness) probes; see [`Probes`].
+pub fn probes(health: Option<&HealthProbe>) -> Probes {
+    match health {
+        Some(h) => Probes {
+            startup: http_probe(
+                h,
+                pod::STARTUP.period_seconds,
+                pod::STARTUP.failure_threshold,
+            ),
+            readiness: http_probe(h, h.period_seconds, 3),
+            liveness: http_probe(h, h.period_seconds, 5),
+        },
+        None => Probes {
+            startup: tcp_probe(pod::STARTUP),
+            readiness: tcp_probe(pod::READINESS),
+            liveness: tcp_probe(pod::LIVENESS),
+        },
+    }
+}
+
+/// The serving container's probes.
+///
+/// With `healthCheck` ([`HealthProbe`]): HTTP GETs of its path on the `http` port, readiness
+/// (failure threshold 3) and liveness (5) every `interval`, each timing out after `timeout`,
+/// and a startup probe of the same path that allows [`pod::STARTUP`] (30 minutes) for the
+/// model to load before liveness may restart the container.
+///
+/// Without it: TCP connects to the `http` port with the shared timings of [`pod`] (startup 30
+/// minutes, readiness every 5 s, liveness every 15 s). A production server is never run
+/// unprobed: an open port is the one signal every model server build gives, so it takes
+/// hung or crashed servers out of rotation and restarts them, though it cannot tell a loaded
+/// model from a loading one (set `healthCheck` for that).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probes {
+    /// Gates readiness and liveness until the server first answers.
+    pub startup: Probe,
+    /// Takes a pod out of the Services while it fails.
+    pub readiness: Probe,
+    /// Restarts the container while it fails.
+    pub liveness: Probe,
 }
 
 fn resources(input: &DeploymentInput) -> Option<ResourceRequirements> {
@@ -279,6 +340,7 @@ pub fn deployment(input: &DeploymentInput) -> Result<Deployment, Error> {
     let names = names(input.parent.name.as_str())?;
     let labels = input.parent.labels(APP, input.track.as_str());
     let selector = labels.selector();
+    let probes = probes(input.health.as_ref());
     let container = Container {
         name: APP.to_owned(),
         image: Some(input.image.clone()),
@@ -291,8 +353,9 @@ pub fn deployment(input: &DeploymentInput) -> Result<Deployment, Error> {
         ]),
         ports: Some(vec![pod::tcp_port(PORT_NAME, SERVER_PORT)]),
         resources: resources(input),
-        readiness_probe: input.health.as_ref().map(|h| probe(h, 3)),
-        liveness_probe: input.health.as_ref().map(|h| probe(h, 5)),
+        startup_probe: Some(probes.startup),
+        readiness_probe: Some(probes.readiness),
+        liveness_probe: Some(probes.liveness),
         security_context: Some(security::container(false)),
         ..Container::default()
     };

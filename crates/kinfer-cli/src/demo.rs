@@ -9,6 +9,8 @@
 //! reason`), and the tree of objects created for it (children by owner reference,
 //! recursively); then the objects no input owns (e.g. cluster-wide RBAC), inputs no operator
 //! in this build reconciles, and the `kinfer render` command that prints the full YAML.
+//! An input that is not Ready says why in a word ([`crate::render::verdict`]): it needs a
+//! registry (render is offline), it is in an error state, or it waits on a retry.
 //! Exit codes as render's.
 
 use std::collections::BTreeSet;
@@ -19,7 +21,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::progress::{Progress, human};
-use crate::render::{self, ClusterOptions, Pending, Rendered};
+use crate::render::verdict::Verdict;
+use crate::render::{self, ClusterOptions, Rendered};
 
 /// Arguments of `kinfer demo`.
 #[derive(clap::Args, Debug, Clone)]
@@ -141,7 +144,14 @@ pub fn summary(rendered: &Rendered, command: &str) -> String {
                     .unwrap_or_default();
                 format!("Ready{after}")
             }
-            Some(false) => "not Ready".to_owned(),
+            Some(false) => match rendered.verdicts.get(&n) {
+                Some(Verdict::Offline(_)) => {
+                    "not Ready: needs a registry, and render is offline".to_owned()
+                }
+                Some(Verdict::Failed(_)) => "not Ready: error state".to_owned(),
+                Some(Verdict::Retrying(_)) => "not Ready: waiting on a retry".to_owned(),
+                _ => "not Ready".to_owned(),
+            },
             None if object["status"].is_null() => {
                 "no status: not reconciled in this build".to_owned()
             }
@@ -216,13 +226,5 @@ pub fn run(args: &DemoArgs, progress: &Progress) -> Result<()> {
         ))
         .with_context(|| format!("rendering {}", dir.display()))?;
     crate::print(&summary(&rendered, &command))?;
-    if rendered.outcome.settled {
-        Ok(())
-    } else {
-        Err(Pending {
-            waited: rendered.outcome.elapsed,
-            items: rendered.outcome.pending,
-        }
-        .into())
-    }
+    rendered.failure().map_or(Ok(()), Err)
 }

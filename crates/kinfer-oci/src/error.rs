@@ -131,6 +131,17 @@ pub enum OciError {
         /// The configured limit.
         after: Duration,
     },
+    /// The inspector is configured offline ([`crate::InspectorConfig::offline`], as in
+    /// `kinfer render`) and was asked to contact a registry. Category: InvalidSpec: no retry
+    /// can succeed in this process; the input must carry what the registry would have said
+    /// (e.g. an AIMModel's `spec.imageMetadata`).
+    #[error(
+        "the image inspector is offline (render does not contact registries): cannot read {reference}"
+    )]
+    Offline {
+        /// The image or repository that would have been read.
+        reference: String,
+    },
     /// Any other registry or transport failure. Category: Infrastructure.
     #[error("registry error for {reference}{}: {message}", status_suffix(*.status))]
     Registry {
@@ -155,7 +166,8 @@ impl OciError {
             | Self::InvalidPullSecret { .. }
             | Self::InvalidLabel { .. }
             | Self::LabelsTooLarge { .. }
-            | Self::UnsupportedImage { .. } => OciErrorCategory::InvalidSpec,
+            | Self::UnsupportedImage { .. }
+            | Self::Offline { .. } => OciErrorCategory::InvalidSpec,
             Self::Unauthorized { .. } => OciErrorCategory::Auth,
             Self::NotFound { .. } => OciErrorCategory::NotFound,
             Self::Timeout { .. } | Self::Registry { .. } => OciErrorCategory::Infrastructure,

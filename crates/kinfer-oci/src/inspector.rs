@@ -79,12 +79,20 @@ pub struct InspectorConfig {
     pub connect_timeout: Duration,
     /// Read timeout of each request.
     pub read_timeout: Duration,
-    /// Tags requested per page by `list_tags`.
+    /// Tags (or repositories) requested per page by `list_tags` and `list_repositories`.
     pub tags_page_size: usize,
-    /// Pages `list_tags` follows before giving up.
+    /// Pages `list_tags` and `list_repositories` follow before giving up.
     pub max_tag_pages: usize,
-    /// Distinct tags `list_tags` collects before giving up.
+    /// Distinct tags (or repositories) `list_tags` and `list_repositories` collect before
+    /// giving up.
     pub max_tags: usize,
+    /// Docker Hub's web API base URL, which lists a namespace's repositories
+    /// ([`Inspector::list_repositories`]); tests point it at a local server.
+    pub docker_hub_api: String,
+    /// Never contact a registry: every inspection and listing fails at once with
+    /// [`OciError::Offline`] (before credentials are even looked at). `kinfer render` runs the
+    /// operators this way, so a plan never depends on the network.
+    pub offline: bool,
 }
 
 impl Default for InspectorConfig {
@@ -99,6 +107,8 @@ impl Default for InspectorConfig {
             tags_page_size: 100,
             max_tag_pages: 1000,
             max_tags: 100_000,
+            docker_hub_api: crate::catalog::DOCKER_HUB_API.to_owned(),
+            offline: false,
         }
     }
 }
@@ -188,6 +198,7 @@ impl Inspector {
         reference: &ImageReference,
         credentials: &Credentials,
     ) -> Result<InspectedImage, OciError> {
+        self.online(&reference.to_string())?;
         self.bounded(
             reference.to_string(),
             self.inspect_unbounded(reference, credentials),
@@ -204,6 +215,7 @@ impl Inspector {
         reference: &ImageReference,
         secrets: &[PullSecret],
     ) -> Result<InspectedImage, OciError> {
+        self.online(&reference.to_string())?;
         let candidates = credential_candidates(reference, secrets)?;
         try_in_turn(&candidates, |c| self.inspect(reference, c)).await
     }
@@ -215,6 +227,7 @@ impl Inspector {
         repository: &ImageReference,
         secrets: &[PullSecret],
     ) -> Result<Vec<String>, OciError> {
+        self.online(&repository.name())?;
         let candidates = credential_candidates(repository, secrets)?;
         try_in_turn(&candidates, |c| self.list_tags(repository, c)).await
     }
@@ -226,14 +239,16 @@ impl Inspector {
         repository: &ImageReference,
         credentials: &Credentials,
     ) -> Result<Vec<String>, OciError> {
-        let paging = Paging {
-            page_size: self.config.tags_page_size,
-            max_pages: self.config.max_tag_pages,
-            max_tags: self.config.max_tags,
-        };
+        self.online(&repository.name())?;
         self.bounded(
             repository.name(),
-            tags::list_tags(&self.http, &self.pool, repository, credentials, paging),
+            tags::list_tags(
+                &self.http,
+                &self.pool,
+                repository,
+                credentials,
+                self.paging(),
+            ),
         )
         .await
     }
@@ -242,6 +257,72 @@ impl Inspector {
     pub fn cached_entries(&self) -> CachedEntries {
         let (tags, digests) = self.cache().sizes();
         CachedEntries { tags, digests }
+    }
+
+    /// Lists the repositories of `registry` (as written in references: `ghcr.io`,
+    /// `127.0.0.1:5000`, `docker.io`) that a pattern with the literal `prefix` may match: the
+    /// registry's `/v2/_catalog`, or for Docker Hub the repositories of the prefix's namespace
+    /// (see [`crate::catalog`] for auth, pagination and limits). The caller filters by pattern.
+    pub async fn list_repositories(
+        &self,
+        registry: &str,
+        prefix: &str,
+        credentials: &Credentials,
+    ) -> Result<Vec<String>, OciError> {
+        self.online(registry)?;
+        let target = crate::catalog::Target {
+            registry,
+            prefix,
+            hub_api: &self.config.docker_hub_api,
+        };
+        self.bounded(
+            registry.to_owned(),
+            crate::catalog::list_repositories(
+                &self.http,
+                self.pool.transport(),
+                target,
+                credentials,
+                self.paging(),
+            ),
+        )
+        .await
+    }
+
+    /// [`Self::list_repositories`] with the credentials `secrets` hold for `registry`, tried in
+    /// turn like [`Self::inspect_with_secrets`].
+    pub async fn list_repositories_with_secrets(
+        &self,
+        registry: &str,
+        prefix: &str,
+        secrets: &[PullSecret],
+    ) -> Result<Vec<String>, OciError> {
+        self.online(registry)?;
+        let probe = ImageReference::parse(&format!("{registry}/catalog")).map_err(|e| {
+            OciError::InvalidReference {
+                reference: registry.to_owned(),
+                source: e,
+            }
+        })?;
+        let candidates = credential_candidates(&probe, secrets)?;
+        try_in_turn(&candidates, |c| self.list_repositories(registry, prefix, c)).await
+    }
+
+    fn paging(&self) -> Paging {
+        Paging {
+            page_size: self.config.tags_page_size,
+            max_pages: self.config.max_tag_pages,
+            max_tags: self.config.max_tags,
+        }
+    }
+
+    /// [`OciError::Offline`] when the inspector must not contact registries.
+    fn online(&self, target: &str) -> Result<(), OciError> {
+        if self.config.offline {
+            return Err(OciError::Offline {
+                reference: target.to_owned(),
+            });
+        }
+        Ok(())
     }
 
     async fn bounded<T>(
@@ -409,3 +490,7 @@ fn interpret(labels: &BTreeMap<String, String>) -> Result<ImageMetadata, LabelFa
         },
     })
 }
+
+#[cfg(test)]
+#[path = "unit_tests/inspector.rs"]
+mod tests;

@@ -20,6 +20,14 @@
 //!   `org.opencontainers.image.*` labels into [`kinfer_api::aim::ImageMetadata`]; Python-dict
 //!   style `recommendedDeployments` are read with a real tokenizer.
 //! - [`Inspector::list_tags`]: `/v2/<name>/tags/list`, following `Link` pagination.
+//! - [`Inspector::list_repositories`]: a registry's `/v2/_catalog` (bearer-token challenge or
+//!   basic auth, `Link` pagination), or Docker Hub's namespace repositories API for
+//!   `docker.io` patterns such as `amdenterpriseai/aim-*`.
+//! - [`InspectorConfig::offline`]: no registry is ever contacted; every call fails at once with
+//!   [`OciError::Offline`] (what `kinfer render` uses).
+//! - `test_support` (feature `test-support`): the real-registry harness (Debian's
+//!   `docker-registry` as a child process, image pushing) shared by this crate's tests and the
+//!   operators' scenario tests.
 //! - [`OciError::category`]: every failure is Auth, NotFound, Infrastructure or InvalidSpec.
 //!
 //! # Resource limits
@@ -50,6 +58,7 @@
 
 mod auth;
 mod cache;
+mod catalog;
 mod client;
 mod error;
 mod inspector;
@@ -57,11 +66,14 @@ mod labels;
 mod pydict;
 mod reference;
 mod tags;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 
 pub use auth::{
     Credentials, DOCKER_CFG, DOCKER_CONFIG_JSON, PullSecret, credential_candidates, credentials_for,
 };
 pub use cache::{Clock, ManualClock, SystemClock};
+pub use catalog::DOCKER_HUB_API;
 pub use client::ensure_crypto_provider;
 pub use error::{OciError, OciErrorCategory};
 pub use inspector::{CachedEntries, InspectedImage, Inspector, InspectorConfig, MAX_LABEL_BYTES};
@@ -87,6 +99,8 @@ mod tests {
         check_future(inspector.inspect_with_secrets(&r, &[]));
         check_future(inspector.list_tags(&r, &Credentials::Anonymous));
         check_future(inspector.list_tags_with_secrets(&r, &[]));
+        check_future(inspector.list_repositories("ghcr.io", "org/", &Credentials::Anonymous));
+        check_future(inspector.list_repositories_with_secrets("ghcr.io", "org/", &[]));
     }
 
     #[test]

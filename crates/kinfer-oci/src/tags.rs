@@ -88,18 +88,7 @@ pub(crate) async fn list_tags(
             .send()
             .await
             .map_err(|e| OciError::from_reqwest(&shown, &e))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = read_limited(response, MAX_PAGE_BYTES)
-            .await
-            .map_err(|e| match e {
-                ReadError::Transport(e) => OciError::from_reqwest(&shown, &e),
-                ReadError::TooLarge => OciError::Registry {
-                    reference: shown.clone(),
-                    status: Some(status.as_u16()),
-                    message: format!("tag list page is larger than {MAX_PAGE_BYTES} bytes"),
-                },
-            })?;
+        let (status, headers, body) = read_page(response, &shown).await?;
         if status != reqwest::StatusCode::OK {
             let body = String::from_utf8_lossy(&body);
             return Err(OciError::from_status(&shown, status.as_u16(), &body));
@@ -142,6 +131,27 @@ pub(crate) async fn list_tags(
         status: None,
         message: format!("tag list has more than {} pages", paging.max_pages),
     })
+}
+
+/// Status, headers and body (at most [`MAX_PAGE_BYTES`]) of one listing page; a transport
+/// failure or an oversized body is an error (Infrastructure).
+pub(crate) async fn read_page(
+    response: reqwest::Response,
+    shown: &str,
+) -> Result<(reqwest::StatusCode, HeaderMap, Vec<u8>), OciError> {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = read_limited(response, MAX_PAGE_BYTES)
+        .await
+        .map_err(|e| match e {
+            ReadError::Transport(e) => OciError::from_reqwest(shown, &e),
+            ReadError::TooLarge => OciError::Registry {
+                reference: shown.to_owned(),
+                status: Some(status.as_u16()),
+                message: format!("listing page is larger than {MAX_PAGE_BYTES} bytes"),
+            },
+        })?;
+    Ok((status, headers, body))
 }
 
 enum ReadError {
@@ -194,7 +204,7 @@ async fn authorization(
 }
 
 /// The `rel="next"` target of a `Link` header, resolved against `base`.
-fn next_link(headers: &HeaderMap, base: &reqwest::Url) -> Option<reqwest::Url> {
+pub(crate) fn next_link(headers: &HeaderMap, base: &reqwest::Url) -> Option<reqwest::Url> {
     headers
         .get_all(LINK)
         .iter()

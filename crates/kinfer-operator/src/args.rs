@@ -81,8 +81,8 @@ pub struct CommonArgs {
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
-    /// Reconciles running at once per controller.
-    #[arg(long, default_value_t = 4)]
+    /// Reconciles running at once per controller (at least 1: kube reads 0 as unbounded).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
 }
 
@@ -165,6 +165,13 @@ mod tests {
         assert_eq!(c.concurrency, 4);
         assert_eq!(c.admin_addrs().len(), 2);
         assert_eq!(c.lease_settings("x-leader").unwrap(), None);
+    }
+
+    #[test]
+    fn concurrency_must_be_positive() {
+        // kube's controller reads 0 as "unbounded", which is never what a flag value means.
+        assert!(Cli::try_parse_from(["op", "--concurrency", "0"]).is_err());
+        assert_eq!(parse(&["--concurrency", "1"]).concurrency, 1);
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //!
 //! Contract: reads CRDs by name, never writes. [`require`] reports every missing CRD at once
 //! with the caller's install hint (an operator without its CRDs cannot do anything useful, so
-//! the binary exits instead of failing every watch); [`installed`] probes an optional one (for
-//! example Gateway API HTTPRoutes) so the operator can degrade instead of failing. A read
-//! error is an error, never "absent".
+//! the binary exits instead of failing every watch); [`installed`] probes one CRD once. To
+//! follow optional CRDs (degrade while missing, pick them up when installed) use
+//! [`crate::optional_crds::CrdWatch`]. A read error is an error, never "absent".
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, Client};
@@ -19,6 +19,13 @@ pub enum CrdError {
         names: Vec<String>,
         /// How to install them.
         hint: String,
+    },
+    /// The CRDs could not be listed.
+    #[error("list CustomResourceDefinitions: {source}")]
+    List {
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
     },
     /// A CRD could not be read.
     #[error("read CustomResourceDefinition {name}: {source}")]

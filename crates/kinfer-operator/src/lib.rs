@@ -20,27 +20,57 @@
 //!   reports [`RunError::is_lost_leadership`], and the binary exits to campaign afresh);
 //! - [`signal`]: a future resolving on SIGTERM or Ctrl-C.
 //!
-//! A binary's `run` then reads:
+//! - [`optional_crds`]: [`CrdWatch`], "is CRD X installed, notify me on change" for
+//!   third-party kinds an operator degrades without (metadata-only watch);
+//! - [`controller`]: [`Controllers`], one `kube::runtime::Controller` per watched namespace on
+//!   the kinfer reconcile engine with children watched by label, and [`restart_on_change`]
+//!   for controllers that depend on a watched input (the optional CRDs);
+//! - [`process`]: [`Process`], the order of a binary's `run`: endpoints, start-up checks,
+//!   ready, leader election, controllers, graceful stop.
+//!
+//! A binary's library `run` (tests call it in-process with a test cluster's client and a
+//! channel; `main` with [`client::infer`] and [`signal::termination`]) then reads:
 //!
 //! ```no_run
-//! # async fn demo(common: kinfer_operator::CommonArgs) -> Result<(), kinfer_operator::Error> {
-//! use kinfer_operator::{client, crds, run_with_leader_election, server, signal, telemetry};
-//! telemetry::init_tracing(common.log_format)?;
-//! let endpoints = server::Endpoints::default();
-//! let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-//! server::spawn(&common.admin_addrs(), &endpoints, &stop_rx).await?;
-//! let client = client::infer().await?;
+//! # use std::sync::Arc;
+//! # async fn demo<P>(common: kinfer_operator::CommonArgs, client: kube::Client,
+//! #     pipeline_for: impl Fn(bool) -> P) -> Result<(), kinfer_operator::Error>
+//! # where P: kinfer_state::Pipeline,
+//! #       P::Object: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+//! # {
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use kinfer_operator::{
+//!     ControllerOptions, Controllers, CrdWatch, Process, crds, restart_on_change, signal,
+//! };
+//! const ROUTES: &str = "httproutes.gateway.networking.k8s.io";
+//! let process = Process::start(&common).await?;
 //! crds::require(&client, &["widgets.example.com"], "kubectl apply -k deploy/crds").await?;
-//! endpoints.set_ready();
-//! let elector = common.leader_elector(&client, "widget-operator-leader")?;
-//! let result = run_with_leader_election(elector, signal::termination(), |stop| async move {
-//!     // run the controllers until `stop` turns true
-//!     # drop(stop);
-//! })
-//! .await;
-//! stop_tx.send_replace(true);
-//! result?;
-//! # Ok(())
+//! let optional = CrdWatch::start(&client, &[ROUTES], process.stopping()).await?;
+//! let metrics = process.metrics();
+//! let engine_client = client.clone();
+//! let controllers = Controllers::new(client.clone(), "kinfer-widget", ControllerOptions::from_args(&common));
+//! process
+//!     .lead(&common, &client, "widget-operator-leader", signal::termination(), |stop| {
+//!         restart_on_change(optional.subscribe(), |crds| crds.contains(ROUTES), stop, move |routes, stop| {
+//!             let engine = Arc::new(kinfer_state::Engine::new(
+//!                 pipeline_for(routes),
+//!                 engine_client.clone(),
+//!                 kinfer_state::EngineConfig::new(kinfer_state::LabelScheme {
+//!                     domain: "example.com".into(),
+//!                     controller: "widget".into(),
+//!                     manager: "kinfer-widget".into(),
+//!                 }),
+//!                 metrics.clone(),
+//!             ));
+//!             let controllers = controllers.clone();
+//!             async move {
+//!                 controllers
+//!                     .run(engine, |c, scope| scope.owns::<Deployment, _>(c), stop)
+//!                     .await;
+//!             }
+//!         })
+//!     })
+//!     .await
 //! # }
 //! ```
 
@@ -49,8 +79,11 @@
 
 pub mod args;
 pub mod client;
+pub mod controller;
 pub mod crds;
 pub mod leader;
+pub mod optional_crds;
+pub mod process;
 pub mod run;
 pub mod server;
 pub mod signal;
@@ -58,8 +91,11 @@ pub mod telemetry;
 
 pub use args::{ArgsError, CommonArgs, LogFormat};
 pub use client::ClientError;
+pub use controller::{ControllerOptions, Controllers, Scope, restart_on_change};
 pub use crds::CrdError;
 pub use leader::{Attempt, LeaderElector, LeaderError, LeaseSettings};
+pub use optional_crds::{CrdWatch, InstalledCrds};
+pub use process::Process;
 pub use run::{RunError, run_with_leader_election};
 pub use server::{Endpoints, ServerError};
 pub use telemetry::TracingError;

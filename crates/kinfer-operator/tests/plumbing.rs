@@ -1,16 +1,21 @@
 //! The shared operator plumbing against the in-process test cluster (kinfer-testkit): Lease
 //! leader election with two candidates, the leading run of a controller future, the admin
-//! server over real sockets, and the CRD checks. Bounded waits on watch channels, no sleeps.
+//! server over real sockets, the CRD checks, the optional-CRD watch and the process life
+//! cycle. Bounded waits on watch channels, no sleeps.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kinfer_operator::leader::{LeaderElector, LeaderError, LeaseSettings};
 use kinfer_operator::server::{self, Endpoints};
-use kinfer_operator::{CrdError, crds, run_with_leader_election};
+use kinfer_operator::{
+    CommonArgs, CrdError, CrdWatch, InstalledCrds, Process, crds, run_with_leader_election,
+};
 use kinfer_testkit::{Fault, TestCluster};
+use kube::api::DeleteParams;
 use kube::{Api, Client};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{oneshot, watch};
@@ -318,7 +323,7 @@ async fn crd_checks_report_every_missing_crd_with_the_hint() {
         CrdError::Missing { names, .. } => {
             assert_eq!(names, &["widgets.example.com", "gadgets.example.com"]);
         }
-        other @ CrdError::Read { .. } => panic!("{other}"),
+        other => panic!("{other}"),
     }
     assert!(err.to_string().contains("kubectl apply -k deploy/crds"));
     crds::require(&client, &[], "none").await.unwrap();
@@ -330,4 +335,210 @@ async fn crd_checks_report_every_missing_crd_with_the_hint() {
         .await
         .unwrap_err();
     assert!(matches!(err, CrdError::Read { .. }), "{err}");
+}
+
+fn widget_crd(plural: &str) -> CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": plural, "singular": "widget"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_crd_watch_reports_installs_and_removals_of_watched_crds() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    cluster.install_crds(&[widget_crd("gadgets")]).unwrap();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let names = ["widgets.example.com", "gadgets.example.com"];
+    let crds = CrdWatch::start(&client, &names, stop_rx).await.unwrap();
+    assert_eq!(
+        crds.current(),
+        InstalledCrds::from_names(["gadgets.example.com"])
+    );
+    let mut changes = crds.subscribe();
+
+    cluster.install_crds(&[widget_crd("widgets")]).unwrap();
+    tokio::time::timeout(
+        WAIT,
+        changes.wait_for(|c| c.contains("widgets.example.com")),
+    )
+    .await
+    .expect("install noticed")
+    .unwrap();
+    assert!(crds.current().contains_all(&names));
+
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .delete("gadgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::timeout(
+        WAIT,
+        changes.wait_for(|c| !c.contains("gadgets.example.com")),
+    )
+    .await
+    .expect("removal noticed")
+    .unwrap();
+    assert_eq!(
+        crds.current(),
+        InstalledCrds::from_names(["widgets.example.com"])
+    );
+
+    stop_tx.send_replace(true);
+    tokio::time::timeout(WAIT, crds.stopped())
+        .await
+        .expect("the watch stops");
+}
+
+#[tokio::test]
+async fn the_crd_watch_relists_after_a_watch_error_and_notices_a_missed_deletion() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    cluster
+        .install_crds(&[widget_crd("gadgets"), widget_crd("widgets")])
+        .unwrap();
+    // Every watch of CRDs fails with 410 Gone: no watch event is ever delivered, so a change is
+    // seen only through the watcher's re-list after the error.
+    cluster
+        .faults()
+        .inject(Fault::watch_gone("customresourcedefinitions"));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let names = ["widgets.example.com", "gadgets.example.com"];
+    let crds = CrdWatch::start(&client, &names, stop_rx).await.unwrap();
+    assert!(crds.current().contains_all(&names));
+    let mut changes = crds.subscribe();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .delete("gadgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::timeout(
+        WAIT,
+        changes.wait_for(|c| !c.contains("gadgets.example.com")),
+    )
+    .await
+    .expect("deletion noticed by a re-list")
+    .unwrap();
+    assert_eq!(
+        crds.current(),
+        InstalledCrds::from_names(["widgets.example.com"])
+    );
+    assert!(
+        cluster.faults().fired() > 0,
+        "the watch error path was taken"
+    );
+    stop_tx.send_replace(true);
+    tokio::time::timeout(WAIT, crds.stopped())
+        .await
+        .expect("the watch stops");
+}
+
+#[tokio::test]
+async fn the_crd_watch_fails_to_start_when_crds_cannot_be_listed() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    cluster
+        .faults()
+        .inject(Fault::status("list", "customresourcedefinitions", 500));
+    let err = CrdWatch::start(&client, &["widgets.example.com"], watch::channel(false).1)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CrdError::List { .. }), "{err}");
+}
+
+/// Flags of a leader-electing operator on loopback with any port, the Lease in `namespace`.
+fn leader_args(namespace: Option<&str>) -> CommonArgs {
+    CommonArgs {
+        metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        health_addr: "127.0.0.1:0".parse().unwrap(),
+        leader_elect: true,
+        leader_election_id: None,
+        leader_election_namespace: namespace.map(str::to_owned),
+        leader_election_identity: Some("op-0".into()),
+        watch_namespaces: Vec::new(),
+        log_format: kinfer_operator::LogFormat::Text,
+        concurrency: 1,
+    }
+}
+
+#[tokio::test]
+async fn a_process_is_ready_after_its_checks_leads_and_stops_everything_after() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    let common = leader_args(Some("default"));
+    let process = Process::start(&common).await.unwrap();
+    let addr = process.addrs()[0];
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    assert_eq!(
+        get(addr, "/readyz").await.0,
+        503,
+        "not ready during start-up checks"
+    );
+    let mut stopping = process.stopping();
+
+    let (term, shutdown) = oneshot::channel::<()>();
+    let (running_tx, running_rx) = oneshot::channel::<()>();
+    let lead = tokio::spawn(async move {
+        process
+            .lead(
+                &common,
+                &client,
+                LEASE,
+                async move {
+                    let _ = shutdown.await;
+                },
+                |mut stop| async move {
+                    running_tx.send(()).unwrap();
+                    let _ = stop.wait_for(|s| *s).await;
+                },
+            )
+            .await
+    });
+    tokio::time::timeout(WAIT, running_rx)
+        .await
+        .expect("controllers run")
+        .unwrap();
+    assert_eq!(get(addr, "/readyz").await.0, 200);
+    assert!(!*stopping.borrow());
+    let leases: Api<Lease> = Api::namespaced(cluster.client().unwrap(), "default");
+    assert_eq!(holder(&leases).await.as_deref(), Some("op-0"));
+
+    term.send(()).unwrap();
+    tokio::time::timeout(WAIT, lead)
+        .await
+        .expect("stops")
+        .unwrap()
+        .expect("clean stop");
+    tokio::time::timeout(WAIT, stopping.wait_for(|s| *s))
+        .await
+        .expect("background tasks told to stop")
+        .unwrap();
+    assert_eq!(holder(&leases).await, None, "the Lease is released");
+}
+
+#[tokio::test]
+async fn a_process_with_incomplete_leader_flags_fails_before_running_anything() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    let common = leader_args(None);
+    let process = Process::start(&common).await.unwrap();
+    let stopping = process.stopping();
+    let err = process
+        .lead(&common, &client, LEASE, std::future::pending(), |_| async {
+            panic!("the controllers must not run");
+        })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("POD_NAMESPACE"), "{err}");
+    assert!(*stopping.borrow(), "the endpoints and tasks are stopped");
 }

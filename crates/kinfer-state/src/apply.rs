@@ -16,7 +16,8 @@
 //!   controller is the authority on the fields it sets, on objects that are its own: the engine
 //!   refuses to apply over a live object of the same name that is not, [`ApplyError::NameTaken`],
 //!   unless the pipeline declares it adoptable). Shared objects get the managed-by marker only.
-//!   Deletes carry the listed UID as precondition, use background propagation and treat 404 and
+//!   Fields a planned object releases to another controller are handed over first
+//!   ([`crate::handover`]). Deletes carry the listed UID as precondition, use background propagation and treat 404 and
 //!   409 (the object was replaced) as done. Every write goes through here and is counted by the
 //!   engine.
 //! - One error enum for the step, each variant one category.
@@ -140,6 +141,22 @@ pub enum ApplyError {
         /// The object.
         child: ObjectKey,
     },
+    /// The hand-over apply of released fields failed. Category: by the API error.
+    #[error("hand over fields of {child}: {source}")]
+    HandOver {
+        /// The child.
+        child: ObjectKey,
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// Released fields kept changing under the hand-over, or the object went away during it.
+    /// Category: Infrastructure (retried).
+    #[error("hand over fields of {child}: the object kept changing; retrying later")]
+    HandOverContended {
+        /// The child.
+        child: ObjectKey,
+    },
     /// The plan lists an object twice. Category: InvalidSpec.
     #[error("the plan lists {child} more than once")]
     DuplicateKey {
@@ -155,6 +172,7 @@ impl ApplyError {
             | Self::GetChild { source, .. }
             | Self::ApplyChild { source, .. }
             | Self::DeleteChild { source, .. }
+            | Self::HandOver { source, .. }
             | Self::PatchStatus { source }
             | Self::PatchFinalizers { source } => Some(&**source),
             _ => None,
@@ -173,6 +191,9 @@ impl Categorize for ApplyError {
         if self.controller_forbidden() {
             // The controller's RBAC, not the object's owner, must change: never a user-fixable
             // wait (it would never recover), but an infrastructure retry.
+            return ErrorCategory::Infrastructure;
+        }
+        if matches!(self, Self::HandOverContended { .. }) {
             return ErrorCategory::Infrastructure;
         }
         match self.kube() {
@@ -272,7 +293,7 @@ pub async fn list_children(
     let lp = ListParams::default().labels(&selector);
     let mut to_list = Vec::new();
     for kind in kinds {
-        match store.and_then(|s| s.owned_by(kind, &parent.uid)) {
+        match store.and_then(|s| s.owned_by(kind, parent.namespace.as_deref(), &parent.uid)) {
             Some(objects) => {
                 for obj in objects {
                     let in_scope = !kind.namespaced

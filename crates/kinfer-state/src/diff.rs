@@ -235,8 +235,9 @@ fn keyed_entry<'a>(
     })
 }
 
-/// The `fieldsV1` trees of our manager's `Apply` entries in the live object.
-fn owned_fields<'a>(live: &'a Value, manager: &str) -> Vec<&'a Map<String, Value>> {
+/// The `fieldsV1` trees of our manager's `Apply` entries of the main resource in the live
+/// object (also what [`crate::handover::owns`] reads).
+pub(crate) fn owned_fields<'a>(live: &'a Value, manager: &str) -> Vec<&'a Map<String, Value>> {
     live.pointer("/metadata/managedFields")
         .and_then(Value::as_array)
         .into_iter()

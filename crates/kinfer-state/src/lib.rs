@@ -19,7 +19,10 @@
 //! - [`backoff`]: per-object exponential backoff.
 //! - [`clock`]: the injected [`Clock`].
 //! - [`labels`]: label propagation and the paused annotation; [`diff`]: diff before write.
+//! - [`handover`]: releasing a child's field to another controller (an HPA's replicas).
 //! - [`pipeline`]: the [`Pipeline`] trait, [`PlanResult`], desired objects, listed children.
+//! - [`store`]: children served from the controller's watches ([`OwnerIndex`], fed by
+//!   [`child_watch`]) instead of a LIST per reconcile.
 //! - [`apply`]: listing, owner references, server-side apply, deletion; [`engine`]: the
 //!   [`Engine`] running it all, with [`events`] on transitions and [`metrics`].
 //!
@@ -40,11 +43,13 @@
 pub mod apply;
 pub mod backoff;
 pub mod category;
+pub mod child_watch;
 pub mod clock;
 pub mod condition;
 pub mod diff;
 pub mod engine;
 pub mod events;
+pub mod handover;
 pub mod health;
 pub mod inspect;
 pub mod labels;
@@ -61,6 +66,7 @@ pub use category::{
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use condition::{ConditionSet, ConditionStatus, ConditionType, Reason, Transition};
 pub use engine::{Engine, EngineConfig, Report};
+pub use handover::FieldPath;
 pub use health::{
     CategorizeIn, ComponentHealth, ComponentState, FetchResult, PhaseReason, downstream, upstream,
 };

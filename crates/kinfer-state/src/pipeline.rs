@@ -35,6 +35,7 @@ use serde::de::DeserializeOwned;
 
 use crate::category::{Categorize, CategorizedError};
 use crate::condition::ConditionSet;
+use crate::handover::FieldPath;
 use crate::health::ComponentHealth;
 use crate::health::FetchResult;
 use crate::labels::LabelPropagation;
@@ -150,6 +151,10 @@ pub struct DesiredObject {
     pub kind: ChildKind,
     /// The object (name required; namespace defaults to the parent's for namespaced kinds).
     pub object: DynamicObject,
+    /// Fields released to another controller once the object exists (an HPA's
+    /// `spec.replicas`): sent only at creation, then handed over and never applied again
+    /// ([`crate::handover`]).
+    pub released: Vec<FieldPath>,
 }
 
 /// Errors of turning a typed object into a [`DesiredObject`].
@@ -197,12 +202,30 @@ impl DesiredObject {
                 kind: kind.resource.kind.clone(),
                 source,
             })?;
-        Ok(Self { kind, object })
+        Ok(Self {
+            kind,
+            object,
+            released: Vec::new(),
+        })
     }
 
     /// A desired object of a kind given at runtime (third-party kinds without Rust types).
     pub fn dynamic(kind: ChildKind, object: DynamicObject) -> Self {
-        Self { kind, object }
+        Self {
+            kind,
+            object,
+            released: Vec::new(),
+        }
+    }
+
+    /// Release `path` to another controller once the object exists; see
+    /// [`DesiredObject::released`].
+    #[must_use]
+    pub fn release(mut self, path: FieldPath) -> Self {
+        if !self.released.contains(&path) {
+            self.released.push(path);
+        }
+        self
     }
 }
 
@@ -412,8 +435,17 @@ pub trait Pipeline: Send + Sync + 'static {
         true
     }
 
+    /// Whether [`Pipeline::finalize`] also runs when the object's namespace is terminating or
+    /// not readable. Default: no, the finalizer is removed without cleanup there (namespaced
+    /// cleanup would fail in a terminating namespace). A pipeline whose cleanup touches only
+    /// cluster-scoped objects, which do not go with the namespace, returns true.
+    fn finalize_in_terminating_namespace(&self) -> bool {
+        false
+    }
+
     /// Clean up before the object goes away (called while it carries the finalizer and has a
-    /// `deletionTimestamp`; never in a terminating namespace). An Auth error (access
+    /// `deletionTimestamp`; in a terminating namespace only with
+    /// [`Pipeline::finalize_in_terminating_namespace`]). An Auth error (access
     /// Forbidden) does not block deletion: the finalizer is removed anyway (NOTES row 23).
     fn finalize(
         &self,

@@ -1,31 +1,43 @@
 //! Children served from memory instead of a LIST per kind per reconcile.
 //!
-//! Contract: a [`ChildStore`] answers "the objects of this kind whose controller owner is
-//! this UID" for the kinds it holds, and `None` for kinds it does not (or not yet: before its
-//! watch has listed once), which the engine then LISTs. The engine still filters what a store
-//! returns by its own labels, exactly like a LIST by selector would.
+//! Contract: a [`ChildStore`] answers "the objects of this kind in this namespace whose
+//! controller owner is this UID" for the kinds (and namespaces) it holds, and `None` for those
+//! it does not (or not yet: before its watch has listed once), which the engine then LISTs.
+//! The engine still filters what a store returns by its own labels and namespace, exactly like
+//! a LIST by selector would.
 //!
-//! [`OwnerIndex`] is the store an operator fills from the watches it already runs for
-//! `Controller::owns` (`reflector` events): `apply` on Added/Modified, `delete` on Deleted,
-//! `mark_synced` after the initial list (`InitDone`). It is indexed by owner UID, so a
-//! reconcile costs a hash lookup, not a LIST.
+//! [`OwnerIndex`] is the store an operator fills from the watches it already runs for its
+//! controller's owned kinds ([`crate::child_watch`] feeds it with [`OwnerIndex::observe`]):
+//! each watch has a scope (one namespace, or all), and the index answers for a namespace once
+//! a watch covering it has listed. A re-list (`Init` .. `InitDone`) replaces what the scope
+//! held at once, so objects deleted while the watch was down do not linger. It is indexed by
+//! owner UID, so a reconcile costs a hash lookup, not a LIST.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::RwLock;
 
 use kube::core::DynamicObject;
+use kube::runtime::watcher::Event;
 
 use crate::pipeline::ChildKind;
 
 /// A source of children; see the module contract.
 pub trait ChildStore: Send + Sync + Debug {
-    /// The objects of `kind` with a controller owner reference to `owner_uid`; `None` when
-    /// this store cannot answer for `kind`.
-    fn owned_by(&self, kind: &ChildKind, owner_uid: &str) -> Option<Vec<DynamicObject>>;
+    /// The objects of `kind` in `namespace` (`None`: cluster-scoped parent, any namespace)
+    /// with a controller owner reference to `owner_uid`; `None` when this store cannot answer
+    /// for `kind` there.
+    fn owned_by(
+        &self,
+        kind: &ChildKind,
+        namespace: Option<&str>,
+        owner_uid: &str,
+    ) -> Option<Vec<DynamicObject>>;
 }
 
 type KindKey = (String, String);
+/// A kind and a watch scope (one namespace, or `None` for all).
+type ScopeKey = (KindKey, Option<String>);
 
 fn kind_key(kind: &ChildKind) -> KindKey {
     (kind.resource.group.clone(), kind.resource.kind.clone())
@@ -33,12 +45,72 @@ fn kind_key(kind: &ChildKind) -> KindKey {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Kinds whose initial list is complete.
-    synced: HashSet<KindKey>,
+    /// Scopes whose (latest) list is complete.
+    synced: HashSet<ScopeKey>,
+    /// Objects of a re-list in progress, per scope.
+    pending: HashMap<ScopeKey, Vec<DynamicObject>>,
     /// kind -> object UID -> (owner UID, object).
     objects: HashMap<KindKey, HashMap<String, (String, DynamicObject)>>,
     /// kind -> owner UID -> object UIDs.
     by_owner: HashMap<KindKey, HashMap<String, BTreeSet<String>>>,
+}
+
+impl Inner {
+    fn answers(&self, k: &KindKey, namespace: Option<&str>) -> bool {
+        self.synced.contains(&(k.clone(), None))
+            || namespace.is_some_and(|ns| self.synced.contains(&(k.clone(), Some(ns.to_owned()))))
+    }
+
+    fn apply(&mut self, k: &KindKey, obj: DynamicObject) {
+        let Some(uid) = obj.metadata.uid.clone() else {
+            return;
+        };
+        self.remove_uid(k, &uid);
+        if let Some(owner) = controller_uid(&obj) {
+            self.by_owner
+                .entry(k.clone())
+                .or_default()
+                .entry(owner.clone())
+                .or_default()
+                .insert(uid.clone());
+            self.objects
+                .entry(k.clone())
+                .or_default()
+                .insert(uid, (owner, obj));
+        }
+    }
+
+    fn remove_uid(&mut self, k: &KindKey, uid: &str) {
+        let Some((owner, _)) = self.objects.get_mut(k).and_then(|m| m.remove(uid)) else {
+            return;
+        };
+        if let Some(owners) = self.by_owner.get_mut(k)
+            && let Some(set) = owners.get_mut(&owner)
+        {
+            set.remove(uid);
+            if set.is_empty() {
+                owners.remove(&owner);
+            }
+        }
+    }
+
+    /// Replace everything of kind `k` in `scope` with `objects`.
+    fn replace(&mut self, k: &KindKey, scope: Option<&str>, objects: Vec<DynamicObject>) {
+        let stale: Vec<String> = self
+            .objects
+            .get(k)
+            .into_iter()
+            .flatten()
+            .filter(|(_, (_, o))| scope.is_none() || o.metadata.namespace.as_deref() == scope)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in stale {
+            self.remove_uid(k, &uid);
+        }
+        for o in objects {
+            self.apply(k, o);
+        }
+    }
 }
 
 /// A [`ChildStore`] indexed by controller owner UID; see the module contract.
@@ -62,31 +134,15 @@ impl OwnerIndex {
         Self::default()
     }
 
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Record an added or modified object of `kind`.
     pub fn apply(&self, kind: &ChildKind, obj: DynamicObject) {
-        let Some(uid) = obj.metadata.uid.clone() else {
-            return;
-        };
-        let mut inner = self
-            .inner
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let k = kind_key(kind);
-        Self::remove_uid(&mut inner, &k, &uid);
-        if let Some(owner) = controller_uid(&obj) {
-            inner
-                .by_owner
-                .entry(k.clone())
-                .or_default()
-                .entry(owner.clone())
-                .or_default()
-                .insert(uid.clone());
-            inner
-                .objects
-                .entry(k)
-                .or_default()
-                .insert(uid, (owner, obj));
-        }
+        self.write().apply(&kind_key(kind), obj);
     }
 
     /// Forget a deleted object of `kind`.
@@ -94,45 +150,52 @@ impl OwnerIndex {
         let Some(uid) = obj.metadata.uid.as_deref() else {
             return;
         };
-        let mut inner = self
-            .inner
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Self::remove_uid(&mut inner, &kind_key(kind), uid);
+        self.write().remove_uid(&kind_key(kind), uid);
     }
 
-    /// The initial list of `kind` is complete: answer for it from now on.
+    /// The list of `kind` in every namespace is complete: answer for it from now on.
     pub fn mark_synced(&self, kind: &ChildKind) {
-        self.inner
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .synced
-            .insert(kind_key(kind));
+        self.write().synced.insert((kind_key(kind), None));
     }
 
-    fn remove_uid(inner: &mut Inner, k: &KindKey, uid: &str) {
-        let Some((owner, _)) = inner.objects.get_mut(k).and_then(|m| m.remove(uid)) else {
-            return;
-        };
-        if let Some(owners) = inner.by_owner.get_mut(k)
-            && let Some(set) = owners.get_mut(&owner)
-        {
-            set.remove(uid);
-            if set.is_empty() {
-                owners.remove(&owner);
+    /// Follow one event of the watch of `kind` over `scope` (a namespace, or `None` for all).
+    pub fn observe(&self, kind: &ChildKind, scope: Option<&str>, event: &Event<DynamicObject>) {
+        let k = kind_key(kind);
+        let sk = (k.clone(), scope.map(str::to_owned));
+        let mut inner = self.write();
+        match event {
+            Event::Apply(o) => inner.apply(&k, o.clone()),
+            Event::Delete(o) => {
+                if let Some(uid) = o.metadata.uid.as_deref() {
+                    inner.remove_uid(&k, uid);
+                }
+            }
+            Event::Init => {
+                inner.pending.insert(sk, Vec::new());
+            }
+            Event::InitApply(o) => inner.pending.entry(sk).or_default().push(o.clone()),
+            Event::InitDone => {
+                let listed = inner.pending.remove(&sk).unwrap_or_default();
+                inner.replace(&k, scope, listed);
+                inner.synced.insert(sk);
             }
         }
     }
 }
 
 impl ChildStore for OwnerIndex {
-    fn owned_by(&self, kind: &ChildKind, owner_uid: &str) -> Option<Vec<DynamicObject>> {
+    fn owned_by(
+        &self,
+        kind: &ChildKind,
+        namespace: Option<&str>,
+        owner_uid: &str,
+    ) -> Option<Vec<DynamicObject>> {
         let inner = self
             .inner
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let k = kind_key(kind);
-        if !inner.synced.contains(&k) {
+        if !inner.answers(&k, namespace) {
             return None;
         }
         let objects = inner.objects.get(&k);
@@ -143,7 +206,13 @@ impl ChildStore for OwnerIndex {
                 .and_then(|o| o.get(owner_uid))
                 .into_iter()
                 .flatten()
-                .filter_map(|uid| objects.and_then(|m| m.get(uid)).map(|(_, o)| o.clone()))
+                .filter_map(|uid| objects.and_then(|m| m.get(uid)).map(|(_, o)| o))
+                .filter(|o| {
+                    !kind.namespaced
+                        || namespace.is_none()
+                        || o.metadata.namespace.as_deref() == namespace
+                })
+                .cloned()
                 .collect(),
         )
     }
@@ -175,13 +244,84 @@ mod tests {
         index.apply(&kind, obj("a", "p1"));
         index.apply(&kind, obj("b", "p1"));
         index.apply(&kind, obj("c", "p2"));
-        assert!(index.owned_by(&kind, "p1").is_none(), "not synced yet");
+        assert!(
+            index.owned_by(&kind, Some("ns"), "p1").is_none(),
+            "not synced yet"
+        );
         index.mark_synced(&kind);
-        assert_eq!(index.owned_by(&kind, "p1").map(|v| v.len()), Some(2));
+        assert_eq!(
+            index.owned_by(&kind, Some("ns"), "p1").map(|v| v.len()),
+            Some(2)
+        );
         // Re-owned and deleted objects leave their old bucket.
         index.apply(&kind, obj("b", "p2"));
         index.delete(&kind, &obj("a", "p1"));
-        assert_eq!(index.owned_by(&kind, "p1").map(|v| v.len()), Some(0));
-        assert_eq!(index.owned_by(&kind, "p2").map(|v| v.len()), Some(2));
+        assert_eq!(
+            index.owned_by(&kind, Some("ns"), "p1").map(|v| v.len()),
+            Some(0)
+        );
+        assert_eq!(
+            index.owned_by(&kind, Some("ns"), "p2").map(|v| v.len()),
+            Some(2)
+        );
+    }
+
+    fn in_ns(uid: &str, owner: &str, ns: &str) -> DynamicObject {
+        let mut o = obj(uid, owner);
+        o.metadata.namespace = Some(ns.to_owned());
+        o
+    }
+
+    #[test]
+    fn a_scoped_watch_answers_for_its_namespace_and_a_relist_replaces_its_scope() {
+        let kind = ChildKind::of::<ConfigMap>();
+        let index = OwnerIndex::new();
+        index.observe(&kind, Some("a"), &Event::Init);
+        index.observe(&kind, Some("a"), &Event::InitApply(in_ns("x", "p", "a")));
+        assert!(index.owned_by(&kind, Some("a"), "p").is_none(), "listing");
+        index.observe(&kind, Some("a"), &Event::InitDone);
+        index.observe(&kind, Some("b"), &Event::Init);
+        index.observe(&kind, Some("b"), &Event::InitApply(in_ns("y", "p", "b")));
+        index.observe(&kind, Some("b"), &Event::InitDone);
+        assert_eq!(
+            index.owned_by(&kind, Some("a"), "p").map(|v| v.len()),
+            Some(1)
+        );
+        assert!(
+            index.owned_by(&kind, Some("c"), "p").is_none(),
+            "not watched"
+        );
+        assert!(
+            index.owned_by(&kind, None, "p").is_none(),
+            "no watch of all namespaces"
+        );
+
+        // A re-list of `a` that no longer has `x` (deleted while disconnected) drops it and
+        // leaves `b` alone; until InitDone the old view is served.
+        index.observe(&kind, Some("a"), &Event::Init);
+        index.observe(&kind, Some("a"), &Event::InitApply(in_ns("z", "q", "a")));
+        assert_eq!(
+            index.owned_by(&kind, Some("a"), "p").map(|v| v.len()),
+            Some(1)
+        );
+        index.observe(&kind, Some("a"), &Event::InitDone);
+        assert_eq!(
+            index.owned_by(&kind, Some("a"), "p").map(|v| v.len()),
+            Some(0)
+        );
+        assert_eq!(
+            index.owned_by(&kind, Some("a"), "q").map(|v| v.len()),
+            Some(1)
+        );
+        assert_eq!(
+            index.owned_by(&kind, Some("b"), "p").map(|v| v.len()),
+            Some(1)
+        );
+
+        index.observe(&kind, Some("b"), &Event::Delete(in_ns("y", "p", "b")));
+        assert_eq!(
+            index.owned_by(&kind, Some("b"), "p").map(|v| v.len()),
+            Some(0)
+        );
     }
 }

@@ -52,6 +52,16 @@ impl FaultHandle {
     pub fn expire_history(&self) {
         self.state.store.txn().expire_history();
     }
+
+    /// Restart the pseudo-random sequence deciding percentage rules ([`Fault::percent`]).
+    pub fn seed(&self, seed: u64) {
+        self.state.faults.seed(seed);
+    }
+
+    /// How many requests an injected rule applied to since the cluster started.
+    pub fn fired(&self) -> u64 {
+        self.state.faults.fired()
+    }
 }
 
 impl TestCluster {
@@ -199,6 +209,32 @@ impl TestCluster {
                 crate::simulator::workloads::reconcile(&self.state, &b, &o);
             }
         }
+    }
+
+    /// Every stored object of the resource `plural` in `group` (all namespaces), read in-process:
+    /// no request is made nor counted, so a benchmark can poll without disturbing the counters
+    /// it measures.
+    pub fn objects(&self, group: &str, plural: &str) -> Vec<Arc<Value>> {
+        let bucket = (group.to_owned(), plural.to_owned());
+        self.state
+            .store
+            .txn()
+            .range_arc(&bucket, None, None)
+            .cloned()
+            .collect()
+    }
+
+    /// Create an object in-process (field manager `kinfer-testkit`), with the same validation,
+    /// defaults and watch events as a request, but not counted as one.
+    pub fn create_object(
+        &self,
+        api_version: &str,
+        plural: &str,
+        namespace: &str,
+        object: Value,
+    ) -> Result<Value, Error> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        internal_create(&self.state, group, version, plural, namespace, object)
     }
 
     /// The current global resourceVersion.

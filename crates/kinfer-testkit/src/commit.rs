@@ -29,6 +29,7 @@ pub fn shape_of(def: &ResourceDef) -> Shape {
 pub(crate) fn part_of(def: &ResourceDef, sub: Option<&str>) -> Part {
     match sub {
         Some("status") => Part::Status,
+        Some(crate::scale::SCALE) => Part::Scale,
         _ if def.status_subresource => Part::Main,
         _ => Part::Whole,
     }
@@ -186,7 +187,13 @@ pub fn commit(
         }
     } else {
         {
-            new["metadata"]["uid"] = json!(state.new_uid());
+            let identity = format!(
+                "{}/{}/{}/{name}",
+                def.group,
+                def.plural,
+                new["metadata"]["namespace"].as_str().unwrap_or_default()
+            );
+            new["metadata"]["uid"] = json!(state.new_uid(&identity));
             new["metadata"]["creationTimestamp"] = json!(meta_now);
             for k in [
                 "deletionTimestamp",

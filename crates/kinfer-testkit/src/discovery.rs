@@ -108,10 +108,18 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
             }));
         }
         for s in &d.extra_subresources {
-            resources.push(json!({
-                "name": format!("{}/{s}", d.plural), "singularName": "", "namespaced": d.namespaced,
-                "kind": d.kind, "verbs": ["get"],
-            }));
+            resources.push(if s == crate::scale::SCALE {
+                json!({
+                    "name": format!("{}/{s}", d.plural), "singularName": "", "namespaced": d.namespaced,
+                    "group": "autoscaling", "version": "v1", "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                })
+            } else {
+                json!({
+                    "name": format!("{}/{s}", d.plural), "singularName": "", "namespaced": d.namespaced,
+                    "kind": d.kind, "verbs": ["get"],
+                })
+            });
         }
     }
     if resources.is_empty() {

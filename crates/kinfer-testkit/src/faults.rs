@@ -1,9 +1,18 @@
 //! Fault injection and request counters.
 //!
 //! Contract: a [`Fault`] matches requests by verb, resource (plural, with `/status` for the
-//! subresource) and optionally object name; the first matching rule with budget left applies:
-//! it adds latency and/or answers with a status code instead of serving the request. Counters
-//! count every request (served or faulted) by verb, resource and response code.
+//! subresource), optionally object name, and optionally only LISTs that carry a `continue`
+//! token. Rules are tried in the order they were added; the first matching rule with budget
+//! left that fires applies: it adds latency, answers with a status code instead of serving the
+//! request, or (for watches) serves the watch and ends it after a while. A rule with a
+//! [`Fault::percent`] fires on that share of its matching requests, decided by a seeded
+//! pseudo-random sequence ([`Faults::seed`]; the same seed gives the same sequence of
+//! decisions), and a rule that does not fire neither consumes budget nor hides later rules.
+//! Counters count every request (served or faulted) by verb, resource and response code.
+//!
+//! Injected watch answers are shaped like the real server's: a 410 on a watch is an `ERROR`
+//! event carrying an `Expired` Status in a 200 stream (see [`crate::watch::expired`]), and a
+//! cut watch simply ends, as when a load balancer or the server drops the connection.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -21,14 +30,33 @@ pub struct Fault {
     pub resource: Option<String>,
     /// Object name; None = any.
     pub name: Option<String>,
+    /// Only LIST requests that carry a `continue` token (a later page).
+    pub continue_only: bool,
     /// Answer with this status code instead of serving.
     pub status: Option<u16>,
     /// `Retry-After` seconds sent with the status.
     pub retry_after: Option<u64>,
     /// Delay before answering.
     pub latency: Option<Duration>,
+    /// Serve the watch, then end it after this long (a cut connection).
+    pub cut_after: Option<Duration>,
+    /// Fire on this many of every 10,000 matching requests (None = every one).
+    pub basis_points: Option<u32>,
     /// How many requests this applies to (None = unlimited).
     pub times: Option<u32>,
+}
+
+/// What a fault rule is matched against.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestInfo<'a> {
+    /// The verb (see [`Fault::verb`]).
+    pub verb: &'a str,
+    /// Plural resource, with `/<subresource>`.
+    pub resource: &'a str,
+    /// Object name, for requests on one object.
+    pub name: Option<&'a str>,
+    /// Whether a LIST carries a `continue` token.
+    pub continued: bool,
 }
 
 impl Fault {
@@ -52,6 +80,48 @@ impl Fault {
         }
     }
 
+    /// 429 `TooManyRequests` with `Retry-After: secs` for `verb` on `resource`.
+    pub fn throttle(verb: &str, resource: &str, secs: u64) -> Self {
+        Self::status(verb, resource, 429).retry_after(secs)
+    }
+
+    /// Watches of `resource` are served, then cut after `after`.
+    pub fn cut_watch(resource: &str, after: Duration) -> Self {
+        Self {
+            verb: Some("watch".to_owned()),
+            resource: Some(resource.to_owned()),
+            cut_after: Some(after),
+            ..Self::default()
+        }
+    }
+
+    /// Watches of `resource` get 410 Gone (an `ERROR` event with an `Expired` Status), as when
+    /// the version they resume from was compacted: the client must re-list.
+    pub fn watch_gone(resource: &str) -> Self {
+        Self::status("watch", resource, 410)
+    }
+
+    /// Later pages of LISTs of `resource` get 410 Gone (an expired `continue` token): the
+    /// client must start the list again.
+    pub fn continue_gone(resource: &str) -> Self {
+        Self {
+            continue_only: true,
+            ..Self::status("list", resource, 410)
+        }
+    }
+
+    /// Any verb on any resource (narrow it with the fields, e.g. `verb: None`).
+    pub fn any() -> Self {
+        Self::default()
+    }
+
+    /// Answer with `code`.
+    #[must_use]
+    pub fn with_status(mut self, code: u16) -> Self {
+        self.status = Some(code);
+        self
+    }
+
     /// Only for the object `name`.
     #[must_use]
     pub fn named(mut self, name: &str) -> Self {
@@ -73,46 +143,97 @@ impl Fault {
         self
     }
 
-    fn matches(&self, verb: &str, resource: &str, name: Option<&str>) -> bool {
-        self.verb.as_deref().is_none_or(|v| v == verb)
-            && self.resource.as_deref().is_none_or(|r| r == resource)
-            && self.name.as_deref().is_none_or(|n| Some(n) == name)
+    /// Fire on `percent` of the matching requests (clamped to 0..=100, to 0.01%).
+    #[must_use]
+    pub fn percent(mut self, percent: f64) -> Self {
+        let bp = (percent.clamp(0.0, 100.0) * 100.0).round();
+        // In 0..=10_000 after the clamp, so the cast is exact.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let bp = bp as u32;
+        self.basis_points = Some(bp);
+        self
+    }
+
+    fn matches(&self, r: &RequestInfo<'_>) -> bool {
+        self.verb.as_deref().is_none_or(|v| v == r.verb)
+            && self.resource.as_deref().is_none_or(|x| x == r.resource)
+            && self.name.as_deref().is_none_or(|n| Some(n) == r.name)
+            && (!self.continue_only || r.continued)
             && self.times != Some(0)
     }
 }
 
-/// The installed fault rules.
-#[derive(Debug, Default)]
-pub struct Faults(Mutex<Vec<Fault>>);
+/// The seed of a fresh cluster's fault decisions (fixed, so runs are reproducible).
+pub const DEFAULT_SEED: u64 = 0x6b69_6e66_6572;
+
+#[derive(Debug)]
+struct Rules {
+    rules: Vec<Fault>,
+    rng: u64,
+    fired: u64,
+}
+
+/// The installed fault rules and the seeded sequence deciding percentage rules.
+#[derive(Debug)]
+pub struct Faults(Mutex<Rules>);
+
+impl Default for Faults {
+    fn default() -> Self {
+        Self(Mutex::new(Rules {
+            rules: Vec::new(),
+            rng: DEFAULT_SEED,
+            fired: 0,
+        }))
+    }
+}
 
 impl Faults {
-    /// Install a rule.
-    pub fn add(&self, fault: Fault) {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Rules> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(fault);
+    }
+
+    /// Install a rule.
+    pub fn add(&self, fault: Fault) {
+        self.lock().rules.push(fault);
     }
 
     /// Remove every rule.
     pub fn clear(&self) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        self.lock().rules.clear();
     }
 
-    /// The first matching rule, consuming one use of its budget.
-    pub fn take(&self, verb: &str, resource: &str, name: Option<&str>) -> Option<Fault> {
-        let mut rules = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let rule = rules.iter_mut().find(|f| f.matches(verb, resource, name))?;
-        if let Some(t) = rule.times.as_mut() {
-            *t -= 1;
+    /// How many requests a rule applied to so far (so a test can tell its faults fired).
+    pub fn fired(&self) -> u64 {
+        self.lock().fired
+    }
+
+    /// Restart the pseudo-random sequence of percentage decisions from `seed`.
+    pub fn seed(&self, seed: u64) {
+        self.lock().rng = seed;
+    }
+
+    /// The first matching rule that fires, consuming one use of its budget.
+    pub fn take(&self, request: &RequestInfo<'_>) -> Option<Fault> {
+        let mut guard = self.lock();
+        let Rules { rules, rng, fired } = &mut *guard;
+        for rule in rules.iter_mut().filter(|f| f.matches(request)) {
+            if let Some(bp) = rule.basis_points {
+                // SplitMix64: the state steps by the golden gamma, the output is its mix.
+                let roll = crate::state::splitmix(*rng);
+                *rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                if roll % 10_000 >= u64::from(bp) {
+                    continue;
+                }
+            }
+            if let Some(t) = rule.times.as_mut() {
+                *t -= 1;
+            }
+            *fired += 1;
+            return Some(rule.clone());
         }
-        Some(rule.clone())
+        None
     }
 }
 

@@ -48,6 +48,11 @@
 //!   `metadata.generation` bumps on changes outside metadata and status only (outside metadata
 //!   only for custom resources without a status subresource); marking for deletion does not bump
 //!   it, and a repeated DELETE keeps the first `deletionTimestamp`.
+//! - scale subresource of Deployments, ReplicaSets and StatefulSets ([`scale`]): GET, PUT and
+//!   PATCH of an `autoscaling/v1` `Scale` (`spec.replicas`, `status.replicas`,
+//!   `status.selector`); a write is recorded as the real server records an HPA's: an `Update`
+//!   entry with `subresource: scale` owning the parent's `spec.replicas`, which appliers
+//!   without `force` then conflict with.
 //! - Secrets: `stringData` is merged into `data` (base64, overriding keys of the same name) on
 //!   create, update, patch and apply, and is never stored nor returned; `data` and `stringData`
 //!   of the wrong JSON type answer 400.
@@ -59,7 +64,10 @@
 //!   changed.
 //! - CRD schemas on write: pruning (including `null` for non-nullable fields, then defaulted),
 //!   defaults, validation (see [`schema`]); 422 `Invalid` with `details.causes[].field`.
-//! - Fault injection per verb × resource (× name) and request counters ([`faults`]).
+//! - Fault injection per verb × resource (× name, × later LIST pages): status codes (429 with
+//!   `Retry-After`), latency, watch cuts, 410 Gone on watches (an `ERROR` event) and on `continue`
+//!   tokens, each on every matching request or on a seeded percentage of them; request counters
+//!   ([`faults`]).
 //! - An opt-in workload simulator ([`simulator`]).
 //! - Entry points: [`TestCluster`] (random loopback port, `client()`, `kubeconfig()`,
 //!   `install_crds()`, `faults()`, `counters()`, `hold()`/`release()`, `shutdown()`),
@@ -96,6 +104,7 @@
 //!   namespace phase, pod phase, CRD status); no grace periods: pods are deleted at once.
 //! - While a CRD is being deleted, new instances can still be created (the real server refuses
 //!   them); its instances' finalizers hold the CRD as on a real cluster.
+//! - Server-side apply on `/scale` answers 415; custom resources have no `/scale`.
 //! - POST is refused on every subresource (the real server serves POST subresources such as
 //!   `pods/eviction` or `pods/binding`, which are not served here).
 //! - Watch bookmarks are sent every few seconds (configurable, at least every millisecond), not
@@ -119,6 +128,7 @@ pub mod names;
 pub mod patch;
 pub mod read;
 pub mod resources;
+pub mod scale;
 pub mod schema;
 pub mod selectors;
 pub mod server;
@@ -133,6 +143,6 @@ pub use cluster::{
     serve_until, test_client,
 };
 pub use error::{ApiError, Error};
-pub use faults::{Counters, Fault};
+pub use faults::{Counters, Fault, RequestInfo};
 pub use simulator::{JobOutcome, Simulator};
 pub use state::Options;

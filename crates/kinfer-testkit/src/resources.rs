@@ -35,7 +35,7 @@ pub struct ResourceDef {
     pub schema: Option<Arc<Value>>,
     /// Whether this is a custom resource (strategic merge patch is then refused).
     pub custom: bool,
-    /// Extra subresources served without a status body (`log` for pods).
+    /// Extra subresources: `log` for pods, `scale` for scalable workloads ([`crate::scale`]).
     pub extra_subresources: Vec<String>,
 }
 
@@ -298,10 +298,12 @@ impl Default for Registry {
                 short_names: short.iter().map(|s| (*s).to_owned()).collect(),
                 schema: None,
                 custom: false,
-                extra_subresources: if plural == "pods" {
-                    vec!["log".to_owned()]
-                } else {
-                    Vec::new()
+                extra_subresources: match plural {
+                    "pods" => vec!["log".to_owned()],
+                    "deployments" | "replicasets" | "statefulsets" => {
+                        vec![crate::scale::SCALE.to_owned()]
+                    }
+                    _ => Vec::new(),
                 },
             };
             defs.insert(

@@ -22,6 +22,7 @@ use tokio::sync::watch as tokio_watch;
 use crate::delete::{self, DeleteOpts};
 use crate::discovery;
 use crate::error::ApiError;
+use crate::faults::RequestInfo;
 use crate::read::{self, ListOpts};
 use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -242,14 +243,26 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         Some(s) => format!("{}/{s}", target.def.plural),
         None => target.def.plural.clone(),
     };
-    if let Some(fault) = state.faults.take(verb, &resource, target.name.as_deref()) {
+    let request = RequestInfo {
+        verb,
+        resource: &resource,
+        name: target.name.as_deref(),
+        continued: q.get("continue").is_some_and(|c| !c.is_empty()),
+    };
+    let mut cut_after = None;
+    if let Some(fault) = state.faults.take(&request) {
         if let Some(l) = fault.latency {
             tokio::time::sleep(l).await;
         }
         if let Some(code) = fault.status {
             state.counters.record(verb, &resource, code);
+            // The real server reports an expired watch inside a 200 stream, not as its status.
+            if verb == "watch" && code == 410 {
+                return watch_response(watch::expired("injected fault: 410"), None);
+            }
             return error_response(&ApiError::injected(code, fault.retry_after));
         }
+        cut_after = fault.cut_after;
     }
     let user_agent = req
         .headers()
@@ -281,24 +294,39 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let resp = match answer {
         Ok(Answer::Json(code, v)) => json_response(code, &v),
         Ok(Answer::Text(t)) => full(200, "text/plain", t),
-        Ok(Answer::Watch(rx)) => {
-            let stream = futures::stream::unfold(rx, |mut rx| async move {
-                rx.recv()
-                    .await
-                    .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
-            });
-            let mut r = Response::new(BodyExt::boxed_unsync(StreamBody::new(stream)));
-            if let Ok(v) = "application/json".parse() {
-                r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
-            }
-            r
-        }
+        Ok(Answer::Watch(rx)) => watch_response(rx, cut_after),
         Err(e) => error_response(&e),
     };
     state
         .counters
         .record(verb, &resource, resp.status().as_u16());
     resp
+}
+
+/// A 200 watch stream of the chunks `rx` yields; with `cut_after`, the stream ends then (an
+/// injected cut: dropping the receiver also ends the watch task).
+fn watch_response(
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    cut_after: Option<Duration>,
+) -> Response<Body> {
+    use futures::StreamExt;
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    });
+    let cut = async move {
+        match cut_after {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stream = stream.take_until(cut);
+    let mut r = Response::new(BodyExt::boxed_unsync(StreamBody::new(stream)));
+    if let Ok(v) = "application/json".parse() {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
 }
 
 enum Answer {
@@ -356,6 +384,9 @@ fn dispatch(
         dry_run: q.get("dryRun").is_some_and(|d| !d.is_empty()),
         user_agent,
     };
+    if sub == Some(crate::scale::SCALE) {
+        return scale(state, verb, t, &ns, &name, body, content_type, &wopts);
+    }
     match verb {
         "get" if sub == Some("log") => {
             read::get(state, def, &ns, &name)?;
@@ -417,19 +448,7 @@ fn dispatch(
             ))
         }
         "patch" => {
-            let kind = match content_type.split(';').next().unwrap_or_default().trim() {
-                "application/merge-patch+json" => PatchKind::Merge,
-                "application/json-patch+json" => PatchKind::Json,
-                "application/strategic-merge-patch+json" => PatchKind::Strategic,
-                "application/apply-patch+yaml" | "application/apply-patch+json" => PatchKind::Apply,
-                other => {
-                    return Err(ApiError::new(
-                        415,
-                        "UnsupportedMediaType",
-                        format!("the body of the request was in an unknown format: {other}"),
-                    ));
-                }
-            };
+            let kind = patch_kind(content_type)?;
             let v = parse_body(
                 body,
                 if kind == PatchKind::Apply {
@@ -482,6 +501,57 @@ fn dispatch(
         }
         _ => Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+/// `/scale` of a scalable workload ([`crate::scale`]).
+#[allow(clippy::too_many_arguments)] // the request's parts, as `dispatch` has them
+fn scale(
+    state: &State,
+    verb: &str,
+    t: &Target,
+    ns: &str,
+    name: &str,
+    body: &[u8],
+    content_type: &str,
+    wopts: &WriteOpts,
+) -> Result<Answer, ApiError> {
+    use crate::scale;
+    match verb {
+        "get" => Ok(Answer::Json(200, scale::get(state, &t.def, ns, name)?)),
+        "update" => {
+            let v = parse_body(body, content_type)?;
+            Ok(Answer::Json(
+                200,
+                scale::update(state, &t.def, ns, name, &v, wopts)?,
+            ))
+        }
+        "patch" => {
+            let kind = patch_kind(content_type)?;
+            let v = parse_body(body, "json")?;
+            Ok(Answer::Json(
+                200,
+                scale::patch(state, &t.def, ns, name, kind, &v, wopts)?,
+            ))
+        }
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+/// The patch kind of a Content-Type; 415 for an unknown one.
+fn patch_kind(content_type: &str) -> Result<PatchKind, ApiError> {
+    match content_type.split(';').next().unwrap_or_default().trim() {
+        "application/merge-patch+json" => Ok(PatchKind::Merge),
+        "application/json-patch+json" => Ok(PatchKind::Json),
+        "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
+        "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(PatchKind::Apply),
+        other => Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format: {other}"),
         )),
     }
 }

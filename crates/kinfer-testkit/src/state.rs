@@ -53,6 +53,8 @@ pub struct State {
     /// The workload simulator's settings (also used when it is off, for pod logs).
     pub simulator: Simulator,
     uid_counter: AtomicU64,
+    /// How many objects were created so far under each identity (uids, see [`State::new_uid`]).
+    births: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     seed: u64,
 }
 
@@ -71,6 +73,7 @@ impl State {
             options,
             simulator: Simulator::default(),
             uid_counter: AtomicU64::new(1),
+            births: std::sync::Mutex::default(),
             seed,
         })
     }
@@ -97,10 +100,28 @@ impl State {
             .cloned()
     }
 
-    /// A fresh UUID-shaped uid.
-    pub fn new_uid(&self) -> String {
-        let n = self.uid_counter.fetch_add(1, Ordering::Relaxed);
-        let a = splitmix(self.seed ^ n);
+    /// A fresh UUID-shaped uid for the `nth` creation of the object `identity`
+    /// (group/resource/namespace/name).
+    ///
+    /// Derived from the identity, not from a global counter or the clock, so the uids of a
+    /// run do not depend on the order in which concurrent controllers create objects: names
+    /// that hash a uid (upstream AIM's artifact PVCs, for one) are the same run to run, which
+    /// `kinfer render` relies on for stable output. A recreated object gets a new uid.
+    pub fn new_uid(&self, identity: &str) -> String {
+        let n = {
+            let mut births = self
+                .births
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let n = births.entry(identity.to_owned()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        // FNV-1a over the identity, then SplitMix64 to spread it.
+        let h = identity.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let a = splitmix(h ^ n);
         let b = splitmix(a ^ n.rotate_left(17));
         format!(
             "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
@@ -132,7 +153,8 @@ impl State {
     }
 }
 
-fn splitmix(mut x: u64) -> u64 {
+/// The SplitMix64 output function (uids, name suffixes, fault decisions).
+pub(crate) fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -154,4 +176,25 @@ pub fn name_of(v: &Value) -> &str {
 /// `metadata.namespace` (empty for cluster scope).
 pub fn namespace_of(v: &Value) -> &str {
     v["metadata"]["namespace"].as_str().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Options, State};
+
+    #[test]
+    fn uids_follow_the_identity_not_the_creation_order() {
+        let one = State::new(Options::default());
+        let two = State::new(Options::default());
+        let a1 = one.new_uid("g/r/ns/a");
+        let b1 = one.new_uid("g/r/ns/b");
+        // The other cluster creates them the other way round.
+        let b2 = two.new_uid("g/r/ns/b");
+        let a2 = two.new_uid("g/r/ns/a");
+        assert_eq!(a1, a2);
+        assert_eq!(b1, b2);
+        assert_ne!(a1, b1);
+        // A recreated object gets a new uid.
+        assert_ne!(one.new_uid("g/r/ns/a"), a1);
+    }
 }

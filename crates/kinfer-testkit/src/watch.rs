@@ -111,6 +111,15 @@ pub fn start(state: Arc<State>, def: ResourceDef, opts: WatchOpts) -> mpsc::Rece
     rx
 }
 
+/// A watch stream holding one `ERROR` event with a 410 `Expired` Status, as the real server
+/// answers a watch from a compacted version (used for injected 410s).
+pub fn expired(message: &str) -> mpsc::Receiver<Bytes> {
+    let (tx, rx) = mpsc::channel(1);
+    // The channel is empty and has room for one: this cannot fail.
+    let _ = tx.try_send(line("ERROR", &ApiError::gone(message).to_status()));
+    rx
+}
+
 /// What a watch starts with: past events to render, or current objects to send as ADDED.
 enum Initial {
     Events(Vec<Arc<Event>>),

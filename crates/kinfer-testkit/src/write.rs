@@ -26,7 +26,8 @@ pub struct WriteOpts {
 }
 
 impl WriteOpts {
-    fn manager(&self) -> String {
+    /// The field manager of a non-apply write: `fieldManager`, else the User-Agent's program.
+    pub(crate) fn manager(&self) -> String {
         self.field_manager.clone().unwrap_or_else(|| {
             let ua = self.user_agent.split('/').next().unwrap_or_default();
             if ua.is_empty() {

@@ -33,6 +33,9 @@ pub struct DiscoverySettings {
     pub throttle_recheck: Duration,
     /// How long a slot reserved for a Job that never appeared stays reserved.
     pub reservation_ttl: Duration,
+    /// How often a running discovery Job's pod is checked for a start that cannot succeed
+    /// (image pull, container config): pods are not watched.
+    pub pod_recheck: Duration,
 }
 
 impl Default for DiscoverySettings {
@@ -43,6 +46,7 @@ impl Default for DiscoverySettings {
             backoff_max: Duration::from_hours(1),
             throttle_recheck: Duration::from_secs(5),
             reservation_ttl: Duration::from_mins(1),
+            pod_recheck: Duration::from_secs(15),
         }
     }
 }
@@ -88,7 +92,9 @@ impl Settings {
 /// Slots reserved for discovery Jobs being created, so concurrent reconciles in this process
 /// cannot overshoot the cap while the informer cache has not seen their Jobs yet. Not a lock:
 /// each check-and-reserve is one short critical section, and a reservation ends when its Job
-/// shows up in the cache or after [`DiscoverySettings::reservation_ttl`].
+/// shows up in the cache, when its template sees the Job finished or no longer wanted
+/// ([`DiscoverySlots::release`]: a Job created and removed between two cache reads is never
+/// seen), or after [`DiscoverySettings::reservation_ttl`].
 #[derive(Debug, Default)]
 pub struct DiscoverySlots {
     reserved: Mutex<BTreeMap<String, Timestamp>>,
@@ -121,6 +127,14 @@ impl DiscoverySlots {
         }
         reserved.insert(key.to_owned(), now);
         true
+    }
+
+    /// End the reservation of Job `key`, if any.
+    pub fn release(&self, key: &str) {
+        self.reserved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(key);
     }
 }
 
@@ -204,6 +218,12 @@ mod tests {
         assert!(
             slots.try_reserve("d", &[], &[], 1, later, ttl),
             "expired reservations free slots"
+        );
+        assert!(!slots.try_reserve("e", &[], &[], 1, later, ttl));
+        slots.release("d");
+        assert!(
+            slots.try_reserve("e", &[], &[], 1, later, ttl),
+            "a released reservation frees its slot"
         );
     }
 }

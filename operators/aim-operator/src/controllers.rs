@@ -14,7 +14,8 @@
 //!   GPU Node is deleted ([`GpuNodes`]); the trigger fires after the cache's store has taken
 //!   the event, so the reconciles see the new Nodes. (`reconcile_on` needs kube's
 //!   `unstable-runtime` feature.)
-//! - Runtime config changes re-enqueue the models and templates that name them.
+//! - Runtime config changes re-enqueue the models and templates that name them; Secret changes
+//!   (metadata only) re-enqueue the models and model sources that name them as pull secrets.
 //! - Part 2 registers its controllers here beside these.
 
 use std::collections::hash_map::DefaultHasher;
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Secret};
 use kinfer_api::aim::{
     AIMClusterModel, AIMClusterModelSource, AIMClusterRuntimeConfig, AIMClusterServiceTemplate,
     AIMModel, AIMRuntimeConfig, AIMService, AIMServiceTemplate,
@@ -65,11 +66,9 @@ pub enum ControllerError {
     Inspector(#[source] kinfer_oci::OciError),
 }
 
-/// Selects the process's rustls crypto provider (ring): kube and reqwest each enable one, and
-/// rustls refuses to guess. Idempotent.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+/// Selects the process's rustls crypto provider (ring, the workspace's one): kinfer-oci owns
+/// the rule ([`kinfer_oci::ensure_crypto_provider`]); this name stays for callers (the CLI).
+pub use kinfer_oci::ensure_crypto_provider as install_crypto_provider;
 
 /// A client from the environment with kube's retry layer off.
 pub async fn client() -> Result<Client, ControllerError> {
@@ -528,6 +527,11 @@ fn model_controller<K: ModelKind>(
     let c = with_config_watches(c, client, |m: &K| {
         m.model_spec().runtime_config_name.as_deref()
     });
+    let system = ctx.settings.system_namespace.clone();
+    let c = with_secret_watches(c, client, move |m: &K| {
+        let ns = m.meta().namespace.clone().unwrap_or_else(|| system.clone());
+        (ns, m.model_spec().image_pull_secrets.clone())
+    });
     drive(c, engine, shutdown)
 }
 
@@ -664,7 +668,58 @@ fn source_controller(
         scheme::controller::MODEL_SOURCE,
         metrics,
     );
-    drive(base::<AIMClusterModelSource>(client, n), engine, shutdown)
+    let system = ctx.settings.system_namespace.clone();
+    let c = with_secret_watches(
+        base::<AIMClusterModelSource>(client, n),
+        client,
+        move |s: &AIMClusterModelSource| (system.clone(), s.spec.image_pull_secrets.clone()),
+    );
+    drive(c, engine, shutdown)
+}
+
+/// Re-enqueues the objects that name a changed Secret as an image pull secret, so fixing a
+/// Secret after a `SecretNotFound` or Auth failure retries at once (NOTES section g #8).
+/// Name-scoped: `secrets_of` gives an object's pull secrets and the namespace they are read
+/// from; only Secret metadata is watched, so no secret data reaches the operator this way.
+fn with_secret_watches<K>(
+    c: Controller<Guarded<K>>,
+    client: &Client,
+    secrets_of: impl Fn(
+        &K,
+    ) -> (
+        String,
+        Vec<k8s_openapi::api::core::v1::LocalObjectReference>,
+    ) + Send
+    + Sync
+    + 'static,
+) -> Controller<Guarded<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let store = c.store();
+    let secrets = watcher(
+        Api::<kube::core::PartialObjectMeta<Secret>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
+    c.watches_stream(
+        secrets,
+        move |secret: kube::core::PartialObjectMeta<Secret>| {
+            let namespace = secret.metadata.namespace.unwrap_or_default();
+            let name = secret.metadata.name.unwrap_or_default();
+            store
+                .state()
+                .iter()
+                .filter_map(|g| g.0.as_ref().ok())
+                .filter(|o| {
+                    let (ns, refs) = secrets_of(o);
+                    ns == namespace && refs.iter().any(|r| r.name == name)
+                })
+                .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
+                .collect::<Vec<_>>()
+        },
+    )
 }
 
 #[cfg(test)]

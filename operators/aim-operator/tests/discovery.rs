@@ -10,12 +10,13 @@ use aim_operator::scheme::controller;
 use aim_operator::template::fetch::ModelRef;
 use aim_operator::template::{TemplatePipeline, discovery_job_name};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
 use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
 use kinfer_api::aim::{AIMModel, AIMServiceTemplate};
 use kinfer_api::phase::Phase;
 use kinfer_testkit::JobOutcome;
 use kube::Api;
-use kube::api::ListParams;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use serde_json::json;
 use support::*;
@@ -275,4 +276,277 @@ async fn at_most_ten_discovery_jobs_run_cluster_wide() {
         )
         .await;
     }
+}
+
+fn model_ref(m: &AIMModel) -> ModelRef {
+    ModelRef {
+        reference: ResolvedReference {
+            kind: Some("AIMModel".into()),
+            name: Some("m".into()),
+            namespace: Some(NS.into()),
+            scope: Some(ResolutionScope::Namespace),
+            uid: m.metadata.uid.clone(),
+        },
+        spec: m.spec.clone(),
+    }
+}
+
+async fn job_name_of(env: &Env, template: &str) -> String {
+    let m = Api::<AIMModel>::namespaced(env.client.clone(), NS)
+        .get("m")
+        .await
+        .unwrap();
+    let t: AIMServiceTemplate = serde_json::from_value(template_json(template)).unwrap();
+    discovery_job_name(
+        template,
+        Some(NS),
+        &t.spec.common,
+        &model_ref(&m),
+        &env.ctx,
+        controller::TEMPLATE,
+    )
+    .unwrap()
+}
+
+fn attempts(t: &AIMServiceTemplate) -> Option<i32> {
+    t.status.as_ref()?.discovery.as_ref()?.attempts
+}
+
+#[tokio::test]
+async fn a_blocked_template_counts_no_attempt_holds_no_slot_and_does_not_loop() {
+    let env = start_with(|s| s.discovery.max_active = 1).await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    model(&env).await;
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    let mut blocked = template_json("blocked");
+    blocked["spec"]["runtimeConfigName"] = json!("missing");
+    apply_json(&templates, blocked).await;
+    let t = wait(
+        &templates,
+        "blocked",
+        "Failed on the missing runtime config",
+        |t: &AIMServiceTemplate| {
+            t.status.as_ref().is_some_and(|s| {
+                condition(&s.conditions, "ConfigValid").is_some_and(|c| c.status == "False")
+            })
+        },
+    )
+    .await;
+    assert_eq!(attempts(&t), None, "no Job, no attempt");
+    assert_eq!(
+        discovery_condition(&t),
+        Some(("False".into(), "AwaitingUpstream".into()))
+    );
+
+    // The only slot is free: another template discovers at once.
+    apply_json(&templates, template_json("free")).await;
+    let free = wait(
+        &templates,
+        "free",
+        "Ready with the one slot",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
+    )
+    .await;
+    assert_eq!(attempts(&free), Some(1));
+
+    // Reconciling the blocked template again and again writes nothing, and nothing else
+    // writes it either (the old hot loop rewrote its status hundreds of times a second).
+    let live = templates.get("blocked").await.unwrap();
+    env.cluster.counters().reset();
+    for _ in 0..5 {
+        let r = env
+            .reconcile_once(
+                TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+                controller::TEMPLATE,
+                &live,
+            )
+            .await;
+        assert_eq!(r.writes(), 0, "{r:?}");
+        assert_eq!(r.action, Action::await_change(), "{r:?}");
+    }
+    assert_eq!(
+        env.cluster
+            .counters()
+            .mutations(Some("aimservicetemplates")),
+        0
+    );
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    assert!(
+        jobs.list(&ListParams::default().labels("aim.eai.amd.com/template=blocked"))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // The runtime config appears: the watch re-enqueues the template, which discovers once.
+    let configs: Api<kinfer_api::aim::AIMRuntimeConfig> = Api::namespaced(env.client.clone(), NS);
+    apply_json(
+        &configs,
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMRuntimeConfig",
+               "metadata": {"name": "missing", "namespace": NS}, "spec": {}}),
+    )
+    .await;
+    let t = wait(
+        &templates,
+        "blocked",
+        "Ready once the config exists",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
+    )
+    .await;
+    assert_eq!(attempts(&t), Some(1));
+}
+
+/// Marks discovery pod `pod` of Job `job` as unable to pull its image.
+async fn stuck_pod(env: &Env, job: &str, pod: &str) {
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), NS);
+    let created: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": pod, "namespace": NS, "labels": {"job-name": job}},
+        "spec": {"containers": [{"name": "discovery", "image": IMAGE}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &created).await.unwrap();
+    let status = json!({"status": {"phase": "Pending", "containerStatuses": [{
+        "name": "discovery", "image": IMAGE, "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"waiting": {"reason": "ErrImagePull",
+                              "message": "manifest unknown: aim-dummy:0.1.0"}}}]}});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_pod_that_cannot_pull_fails_the_attempt_and_frees_its_slot() {
+    let env = start_with(|s| {
+        s.discovery.max_active = 1;
+        s.discovery.pod_recheck = Duration::from_millis(200);
+    })
+    .await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    model(&env).await;
+    let job = job_name_of(&env, "stuck").await;
+    env.cluster.hold("jobs", NS, &job);
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    apply_json(&templates, template_json("stuck")).await;
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    wait(&jobs, &job, "the discovery Job exists", |_| true).await;
+    wait(&templates, "stuck", "attempt counted", |t| {
+        attempts(t) == Some(1)
+    })
+    .await;
+
+    // The slot is taken: a second template waits without rewriting its status.
+    apply_json(&templates, template_json("next")).await;
+    let waiting = wait(
+        &templates,
+        "next",
+        "throttled, its ServingRuntime created",
+        |t: &AIMServiceTemplate| {
+            discovery_condition(t).is_some_and(|(_, r)| r == "DiscoveryThrottled")
+                && t.status.as_ref().is_some_and(|s| {
+                    condition(&s.conditions, "ServingRuntimeReady")
+                        .is_some_and(|c| c.status == "True")
+                })
+        },
+    )
+    .await;
+    let r = env
+        .reconcile_once(
+            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            controller::TEMPLATE,
+            &waiting,
+        )
+        .await;
+    assert_eq!(
+        r.writes(),
+        0,
+        "a throttled template writes no status: {r:?}"
+    );
+    assert_eq!(
+        r.action,
+        Action::requeue(Duration::from_millis(300)),
+        "{r:?}"
+    );
+
+    // The pod cannot pull: the attempt fails with the pod's reason and the Job goes.
+    stuck_pod(&env, &job, &format!("{job}-pod")).await;
+    let failed = wait(
+        &templates,
+        "stuck",
+        "failed with the pull error",
+        |t: &AIMServiceTemplate| {
+            discovery_condition(t).is_some_and(|(_, r)| r == "DiscoveryFailed")
+        },
+    )
+    .await;
+    let s = failed.status.unwrap();
+    assert_eq!(s.status, Phase::Failed);
+    let d = s.discovery.unwrap();
+    assert_eq!(d.attempts, Some(1));
+    assert_eq!(
+        d.last_failure_reason.as_deref(),
+        Some("ErrImagePull: manifest unknown: aim-dummy:0.1.0")
+    );
+    wait_gone(&jobs, &job).await;
+
+    // Its slot is free: the waiting template discovers.
+    wait(
+        &templates,
+        "next",
+        "Ready once the slot is free",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_transient_model_error_keeps_the_profile() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    model(&env).await;
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    apply_json(&templates, template_json("t")).await;
+    let ready = wait(&templates, "t", "Ready", |t: &AIMServiceTemplate| {
+        t.status.as_ref().is_some_and(|s| s.status == Phase::Ready)
+    })
+    .await;
+    let before = ready.status.clone().unwrap();
+    assert!(before.profile.is_some());
+
+    env.cluster
+        .faults()
+        .inject(kinfer_testkit::Fault::status("get", "aimmodels", 500));
+    let r = env
+        .reconcile_once(
+            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            controller::TEMPLATE,
+            &ready,
+        )
+        .await;
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.category == kinfer_state::ErrorCategory::Infrastructure),
+        "{r:?}"
+    );
+    let during = templates.get("t").await.unwrap().status.unwrap();
+    assert_eq!(during.profile, before.profile, "the profile is kept");
+    assert_eq!(during.model_sources, before.model_sources);
+    assert_eq!(during.discovery, before.discovery);
+    let runtimes: Api<kinfer_api::kserve::ServingRuntime> = Api::namespaced(env.client.clone(), NS);
+    assert!(runtimes.get_opt("t").await.unwrap().is_some(), "not pruned");
+
+    env.cluster.faults().clear();
+    let r = env
+        .reconcile_once(
+            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            controller::TEMPLATE,
+            &templates.get("t").await.unwrap(),
+        )
+        .await;
+    assert!(r.errors.is_empty(), "{r:?}");
+    let after = templates.get("t").await.unwrap().status.unwrap();
+    assert_eq!(after.profile, before.profile);
+    assert_eq!(after.discovery, before.discovery, "not discovered again");
 }

@@ -202,4 +202,48 @@ async fn model_from_spec_metadata_templates_gpu_discovery_prune_and_steady_state
             .unwrap()
             .is_some()
     );
+
+    // Extraction is turned off (and the inline metadata removed): what status recorded is
+    // kept, so the template it implies is not pruned.
+    let before = models.get("qwen").await.unwrap();
+    let recorded = before.status.as_ref().unwrap().image_metadata.clone();
+    assert!(recorded.is_some());
+    apply_json(
+        &models,
+        json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMModel",
+            "metadata": {"name": "qwen", "namespace": NS},
+            "spec": {
+                "image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5",
+                "discovery": {"extractMetadata": false}
+            }
+        }),
+    )
+    .await;
+    let disabled = wait(&models, "qwen", "extraction disabled", |m: &AIMModel| {
+        m.status.as_ref().is_some_and(|s| {
+            s.observed_generation == m.metadata.generation
+                && condition(&s.conditions, "ImageMetadataReady")
+                    .is_some_and(|c| c.reason == "ExtractionDisabled")
+        })
+    })
+    .await;
+    assert_eq!(disabled.status.unwrap().image_metadata, recorded);
+    let r = env
+        .reconcile_once(
+            ModelPipeline::<AIMModel>::new(Arc::clone(&env.ctx)),
+            controller::MODEL,
+            &models.get("qwen").await.unwrap(),
+        )
+        .await;
+    assert_eq!(r.deleted, 0, "{r:?}");
+    assert_eq!(r.writes(), 0, "{r:?}");
+    assert!(
+        templates
+            .get_opt(&mi300.name_any())
+            .await
+            .unwrap()
+            .is_some(),
+        "not pruned"
+    );
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 /// `--default-engine-image`: the vLLM image when `spec.engine.image` is unset.
 pub const DEFAULT_ENGINE_IMAGE: &str = "ghcr.io/llm-d/llm-d-cuda:v0.5.1";
@@ -23,6 +24,14 @@ pub const DEFAULT_GATEWAY_NAME: &str = "otterscale-llm-d-infra-inference-gateway
 pub const DEFAULT_GATEWAY_NAMESPACE: &str = "llm-d";
 /// `--route-request-timeout`: gateways default to 15 s, which cuts long generations.
 pub const DEFAULT_REQUEST_TIMEOUT: &str = "300s";
+/// `--model-size-limit`: the `sizeLimit` of the model and kit scratch volumes. Upstream left
+/// them unbounded (NOTES g15): a model larger than the node's disk evicted every pod on it.
+/// 256Gi holds a 70B-parameter model at 16 bits with room to spare; larger models need a larger
+/// value, and an empty value restores upstream's unbounded volumes.
+pub const DEFAULT_MODEL_SIZE_LIMIT: &str = "256Gi";
+/// `--recheck-interval-seconds`: how often a ModelService whose token Secret is not watched is
+/// reconciled anyway (repairs a deleted or edited Secret; a steady recheck writes nothing).
+pub const DEFAULT_RECHECK_INTERVAL: Duration = Duration::from_mins(10);
 /// The vLLM health endpoint the probes hit.
 pub const ENGINE_HEALTH_PATH: &str = "/health";
 
@@ -113,7 +122,8 @@ pub struct OperatorConfig {
     pub kit_image: String,
     /// Pull ModelPacks over plain HTTP (test registries only; upstream always did).
     pub kit_plain_http: bool,
-    /// `sizeLimit` of the model and kit scratch volumes; unbounded when `None`.
+    /// `sizeLimit` of the model and kit scratch volumes ([`DEFAULT_MODEL_SIZE_LIMIT`]);
+    /// unbounded when `None`.
     pub model_size_limit: Option<String>,
     /// Gateway implementation.
     pub provider: Provider,
@@ -133,6 +143,8 @@ pub struct OperatorConfig {
     pub epp_plugins: Option<String>,
     /// Replaces the prefill/decode plugins configuration (`pd-config.yaml`).
     pub epp_pd_plugins: Option<String>,
+    /// Periodic recheck of ModelServices with unwatched children (the token Secret).
+    pub recheck_interval: Duration,
 }
 
 impl Default for OperatorConfig {
@@ -143,7 +155,7 @@ impl Default for OperatorConfig {
             routing_proxy_image: DEFAULT_ROUTING_PROXY_IMAGE.to_owned(),
             kit_image: DEFAULT_KIT_IMAGE.to_owned(),
             kit_plain_http: false,
-            model_size_limit: None,
+            model_size_limit: Some(DEFAULT_MODEL_SIZE_LIMIT.to_owned()),
             provider: Provider::default(),
             default_gateway_name: DEFAULT_GATEWAY_NAME.to_owned(),
             default_gateway_namespace: DEFAULT_GATEWAY_NAMESPACE.to_owned(),
@@ -153,6 +165,7 @@ impl Default for OperatorConfig {
             epp_flags: BTreeMap::new(),
             epp_plugins: None,
             epp_pd_plugins: None,
+            recheck_interval: DEFAULT_RECHECK_INTERVAL,
         }
     }
 }
@@ -177,6 +190,23 @@ pub fn parse_flag(s: &str) -> Result<(String, String), ParseFlagError> {
             Ok((name.to_owned(), value.to_owned()))
         }
         _ => Err(ParseFlagError(s.to_owned())),
+    }
+}
+
+/// A `--model-size-limit` that is not a byte quantity.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid size limit {0:?} (expected a quantity such as 256Gi, or empty for none)")]
+pub struct ParseSizeLimitError(pub String);
+
+/// Parses `--model-size-limit`: a byte quantity, or empty for unbounded volumes.
+pub fn parse_size_limit(s: &str) -> Result<Option<String>, ParseSizeLimitError> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    match kinfer_api::quantity::parse_bytes(s) {
+        Ok(n) if n > 0 => Ok(Some(s.to_owned())),
+        _ => Err(ParseSizeLimitError(s.to_owned())),
     }
 }
 
@@ -206,7 +236,15 @@ mod tests {
         let flags = parse_flags("# c\n--a=1\n\nb=x=y\n").unwrap();
         assert_eq!(flags["b"], "x=y");
         assert_eq!(flags.len(), 2);
+        assert_eq!(parse_size_limit("").unwrap(), None);
+        assert_eq!(parse_size_limit("100Gi").unwrap().as_deref(), Some("100Gi"));
+        assert!(parse_size_limit("lots").is_err());
+        assert!(parse_size_limit("0").is_err());
         let c = OperatorConfig::default();
+        assert_eq!(
+            c.model_size_limit.as_deref(),
+            Some(DEFAULT_MODEL_SIZE_LIMIT)
+        );
         assert!(c.metrics_endpoint_auth);
         assert_eq!(c.provider, Provider::Istio);
     }

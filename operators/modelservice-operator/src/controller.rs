@@ -1,234 +1,143 @@
-//! Wiring the pipeline into `kube::runtime::Controller`, and the startup checks.
+//! The ModelService controllers: which kinds they watch, on the shared wiring of
+//! [`kinfer_operator::controller`].
 //!
 //! Contract:
-//! - [`run`] runs one controller per watched namespace (all when none is given) over
-//!   `DeserializeGuard<ModelService>` (a malformed object cannot wedge it), owning every kind a
-//!   ModelService creates whose CRD is installed (Deployments, Services, ConfigMaps,
-//!   ServiceAccounts, Secrets, Roles, RoleBindings, InferencePools, HTTPRoutes,
-//!   DestinationRules, PodMonitors, ServiceMonitors), each watched only through the
-//!   `kinfer.dev/managed-by` label, so drift on any of them is repaired. At most `concurrency`
-//!   reconciles run at once per controller.
-//! - When the optional CRDs change, the controllers stop gracefully (in-flight reconciles
-//!   finish) and start again with a new pipeline and engine for the new set of owned kinds
-//!   (the engine reads its child kinds once); the restart lists every ModelService, so each is
-//!   reconciled against the new set.
-//! - Each reconcile is the engine's, which also adds, runs and releases the cluster-RBAC
-//!   finalizer ([`crate::finalizer`]) with its own backoff. Everything stops gracefully when
-//!   `shutdown` turns true.
+//! - [`run`] runs one controller per watched namespace ([`kinfer_operator::Controllers`]) over
+//!   `DeserializeGuard<ModelService>`, owning every namespaced kind a ModelService creates
+//!   whose CRD is installed (Deployments, Services, ConfigMaps, ServiceAccounts, Roles,
+//!   RoleBindings, InferencePools, HTTPRoutes, DestinationRules, PodMonitors,
+//!   ServiceMonitors), each watched only through the `kinfer.dev/managed-by` label, so drift
+//!   on any of them is repaired. The Endpoint Picker's token Secret is deliberately not
+//!   watched (so the operator needs no cluster-wide list/watch of Secrets): the engine reads
+//!   it by name on every reconcile and the plan rechecks it periodically
+//!   ([`crate::reconciler::plan`]).
+//! - The metrics-auth ClusterRoles and ClusterRoleBindings are watched cluster-wide but only
+//!   those carrying this operator's marker and a parent label ([`parent_of`]); a change or
+//!   deletion reconciles the ModelService they name, which re-applies them.
+//! - When the optional CRDs change ([`crate::optional_crds`]), the controllers stop gracefully
+//!   and start again with a new pipeline and engine for the new set of owned kinds
+//!   ([`kinfer_operator::restart_on_change`]).
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kinfer_api::modelservice::ModelService;
+use kinfer_builders::labels::parent_ref;
+use kinfer_operator::controller::{GuardedController, Scope};
+use kinfer_operator::optional_crds::InstalledCrds;
+use kinfer_operator::{ControllerOptions, Controllers, restart_on_change};
 use kinfer_state::metrics::Metrics;
 use kinfer_state::{Engine, EngineConfig};
-use kube::core::DeserializeGuard;
-use kube::runtime::controller::Action;
-use kube::runtime::{Controller, controller, watcher};
+use kube::core::{DeserializeGuard, ObjectMeta};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use crate::optional_crds::OptionalCrds;
-use crate::reconciler::{MANAGER, ModelServicePipeline, label_scheme};
+use crate::reconciler::{ModelServicePipeline, label_scheme};
 
-/// How the controllers run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ControllerOptions {
-    /// Namespaces to watch; all when empty.
-    pub namespaces: Vec<String>,
-    /// Reconciles running at once per controller.
-    pub concurrency: u16,
-}
-
-impl Default for ControllerOptions {
-    fn default() -> Self {
-        Self {
-            namespaces: Vec::new(),
-            concurrency: 4,
-        }
-    }
-}
-
-/// What every reconcile needs.
-pub struct Context {
-    /// The engine (shared across controller restarts: metrics and backoff survive).
-    pub engine: Engine<ModelServicePipeline>,
-    /// The client.
-    pub client: Client,
-}
-
-impl std::fmt::Debug for Context {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context")
-            .field("engine", &self.engine)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The context for `pipeline`.
-pub fn context(client: Client, pipeline: ModelServicePipeline, metrics: Metrics) -> Arc<Context> {
-    Arc::new(Context {
-        engine: Engine::new(
-            pipeline,
-            client.clone(),
-            EngineConfig::new(label_scheme()),
-            metrics,
-        ),
+/// The engine for `pipeline`.
+pub fn engine(
+    client: Client,
+    pipeline: ModelServicePipeline,
+    metrics: Metrics,
+) -> Arc<Engine<ModelServicePipeline>> {
+    Arc::new(Engine::new(
+        pipeline,
         client,
-    })
+        EngineConfig::new(label_scheme()),
+        metrics,
+    ))
 }
 
-/// One reconcile: the engine (which also runs the cluster-RBAC finalizer,
-/// [`crate::finalizer`]); see the module contract.
-pub async fn reconcile(
-    object: Arc<DeserializeGuard<ModelService>>,
-    ctx: Arc<Context>,
-) -> Result<Action, Infallible> {
-    Ok(ctx.engine.reconcile_guarded(&object).await.action)
-}
-
-#[allow(clippy::needless_pass_by_value, clippy::trivially_copy_pass_by_ref)] // the signature `Controller::run` requires
-fn error_policy(
-    _object: Arc<DeserializeGuard<ModelService>>,
-    _error: &Infallible,
-    _ctx: Arc<Context>,
-) -> Action {
-    // Unreachable: `reconcile` never fails (the engine decides every requeue).
-    Action::requeue(Duration::from_secs(5))
-}
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    <K as Resource>::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
-
-type MsController = Controller<DeserializeGuard<ModelService>>;
-
-fn owned<K>(c: MsController, client: &Client, namespace: Option<&str>) -> MsController
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let children = watcher::Config::default()
-        .labels(&format!("{}={MANAGER}", kinfer_state::labels::MANAGED_BY));
-    c.owns(api::<K>(client, namespace), children)
-}
-
-/// The controller of one namespace (all when `None`) owning the kinds `crds` allows.
-fn build(
-    client: &Client,
+/// The ModelService a cluster-scoped object names in its parent labels, if it is in the
+/// watched `namespace` (all when `None`).
+pub fn parent_of(
+    meta: &ObjectMeta,
     namespace: Option<&str>,
+) -> Option<ObjectRef<DeserializeGuard<ModelService>>> {
+    let (ns, name) = parent_ref(meta)?;
+    if namespace.is_some_and(|watched| watched != ns) {
+        return None;
+    }
+    Some(ObjectRef::new(&name).within(&ns))
+}
+
+/// Adds the watches of a controller for the optional CRDs `crds`; see the module contract.
+pub fn wire(
+    c: GuardedController<ModelService>,
+    scope: &Scope<'_>,
     crds: OptionalCrds,
-    concurrency: u16,
-) -> MsController {
-    let mut c = Controller::new(
-        api::<DeserializeGuard<ModelService>>(client, namespace),
-        watcher::Config::default(),
-    )
-    .with_config(controller::Config::default().concurrency(concurrency));
-    c = owned::<Deployment>(c, client, namespace);
-    c = owned::<Service>(c, client, namespace);
-    c = owned::<ConfigMap>(c, client, namespace);
-    c = owned::<ServiceAccount>(c, client, namespace);
-    c = owned::<Secret>(c, client, namespace);
-    c = owned::<Role>(c, client, namespace);
-    c = owned::<RoleBinding>(c, client, namespace);
+) -> GuardedController<ModelService> {
+    let mut c = scope.owns::<Deployment, _>(c);
+    c = scope.owns::<Service, _>(c);
+    c = scope.owns::<ConfigMap, _>(c);
+    c = scope.owns::<ServiceAccount, _>(c);
+    c = scope.owns::<Role, _>(c);
+    c = scope.owns::<RoleBinding, _>(c);
     if crds.inference_pool {
-        c = owned::<kinfer_api::inference_pool::InferencePool>(c, client, namespace);
+        c = scope.owns::<kinfer_api::inference_pool::InferencePool, _>(c);
     }
     if crds.gateway_api {
-        c = owned::<gateway_api::httproutes::HttpRoute>(c, client, namespace);
+        c = scope.owns::<gateway_api::httproutes::HttpRoute, _>(c);
     }
     if crds.istio {
-        c = owned::<kinfer_api::istio::DestinationRule>(c, client, namespace);
+        c = scope.owns::<kinfer_api::istio::DestinationRule, _>(c);
     }
     if crds.monitoring {
-        c = owned::<kinfer_api::monitoring::PodMonitor>(c, client, namespace);
-        c = owned::<kinfer_api::monitoring::ServiceMonitor>(c, client, namespace);
+        c = scope.owns::<kinfer_api::monitoring::PodMonitor, _>(c);
+        c = scope.owns::<kinfer_api::monitoring::ServiceMonitor, _>(c);
     }
-    c
-}
-
-async fn run_one(
-    ctx: Arc<Context>,
-    namespace: Option<String>,
-    crds: OptionalCrds,
-    concurrency: u16,
-    mut stop: watch::Receiver<bool>,
-) {
-    let ns = namespace.as_deref();
-    tracing::info!(namespace = ns.unwrap_or("*"), ?crds, "controller starting");
-    build(&ctx.client, ns, crds, concurrency)
-        .graceful_shutdown_on(async move {
-            // A dropped sender also means stop.
-            let _ = stop.wait_for(|s| *s).await;
-        })
-        .run(reconcile, error_policy, Arc::clone(&ctx))
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
-            }
-        })
-        .await;
-    tracing::info!(namespace = ns.unwrap_or("*"), "controller stopped");
+    let ns = scope.namespace().map(str::to_owned);
+    let ns2 = ns.clone();
+    c.watches(
+        Api::<ClusterRole>::all(scope.client().clone()),
+        scope.marked(),
+        move |o| parent_of(o.meta(), ns.as_deref()),
+    )
+    .watches(
+        Api::<ClusterRoleBinding>::all(scope.client().clone()),
+        scope.marked(),
+        move |o| parent_of(o.meta(), ns2.as_deref()),
+    )
 }
 
 /// Runs the controllers until `shutdown` turns true, restarting them (with a new engine for the
-/// new set of child kinds) when `crds` changes; see the module contract.
+/// new set of child kinds) when the installed optional CRDs change; see the module contract.
+/// Only `pipeline`'s configuration is used: its optional CRDs are replaced by the set `crds`
+/// reports, at start and on every change. First sweeps cluster RBAC whose ModelService is gone
+/// ([`crate::finalizer::sweep_orphans`]).
 pub async fn run(
     client: Client,
     pipeline: ModelServicePipeline,
     metrics: Metrics,
     options: ControllerOptions,
-    mut crds: watch::Receiver<OptionalCrds>,
-    mut shutdown: watch::Receiver<bool>,
+    crds: watch::Receiver<InstalledCrds>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let namespaces: Vec<Option<String>> = if options.namespaces.is_empty() {
-        vec![None]
-    } else {
-        options.namespaces.iter().cloned().map(Some).collect()
-    };
-    loop {
-        let current = *crds.borrow_and_update();
-        let ctx = context(client.clone(), pipeline.with_crds(current), metrics.clone());
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let all = futures::future::join_all(namespaces.iter().cloned().map(|ns| {
-            run_one(
-                Arc::clone(&ctx),
-                ns,
-                current,
-                options.concurrency,
-                stop_rx.clone(),
-            )
-        }));
-        tokio::pin!(all);
-        let restart = tokio::select! {
-            _ = &mut all => return,
-            _ = shutdown.wait_for(|s| *s) => false,
-            changed = crds.changed() => changed.is_ok(),
-        };
-        stop_tx.send_replace(true);
-        all.await;
-        if !restart {
-            return;
-        }
-        tracing::info!("optional CRDs changed; restarting the controllers");
+    // The start-up sweep of cluster RBAC whose ModelService went while nobody watched
+    // (NOTES: cluster-scoped objects do not go with the namespace); reconciles repair the rest.
+    match crate::finalizer::sweep_orphans(&client, &options.namespaces).await {
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "sweep of orphaned cluster RBAC failed"),
     }
+    // The field manager and marker come from the engine's label scheme: one source.
+    let controllers = Controllers::new(client.clone(), &label_scheme().manager, options);
+    restart_on_change(
+        crds,
+        OptionalCrds::from_installed,
+        shutdown,
+        |current, stop| {
+            let engine = engine(client.clone(), pipeline.with_crds(current), metrics.clone());
+            let controllers = controllers.clone();
+            async move {
+                controllers
+                    .run(engine, move |c, scope| wire(c, scope, current), stop)
+                    .await;
+            }
+        },
+    )
+    .await;
 }

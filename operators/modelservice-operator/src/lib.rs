@@ -14,14 +14,16 @@
 //! - the HTTPRoute `<ms>` (from `spec.httpRoute` or the operator's default Gateway);
 //! - PodMonitors `<ms>-decode` / `<ms>-prefill`.
 //!
-//! Modules: [`config`] (the flags), [`optional_crds`] (prometheus-operator, Istio, Gateway API
-//! and InferencePool detection), [`reconciler`] (fetch, compose, plan, status), [`finalizer`],
-//! [`controller`] (the `Controller` wiring). The binary plumbing (flags, leader election,
-//! endpoints, tracing) is `kinfer_operator`'s.
+//! Modules: [`app`] (the `run` flags and the entry point the binary calls), [`config`] (the
+//! operator settings), [`optional_crds`] (the view of prometheus-operator, Istio, Gateway API
+//! and InferencePool CRDs), [`reconciler`] (fetch, compose, plan, status), [`finalizer`],
+//! [`controller`] (which kinds the controllers watch). The plumbing (flags, endpoints, leader
+//! election, optional-CRD watch, controller wiring) is `kinfer_operator`'s.
 //! `docs/modelservice.md` is the user guide.
 
 #![cfg_attr(test, allow(clippy::expect_used, clippy::unwrap_used))]
 
+pub mod app;
 pub mod config;
 pub mod controller;
 pub mod finalizer;

@@ -2,17 +2,14 @@
 //! Istio (DestinationRule), Gateway API (HTTPRoute) and the Gateway API Inference Extension
 //! (InferencePool).
 //!
-//! Contract: [`detect`] reads the five CRDs by name at start; [`watch`] follows every CRD change
-//! and publishes a new [`OptionalCrds`] only when the set changes. A missing CRD degrades only
-//! the component that needs it (the plan leaves its objects out and compose reports a condition
-//! naming the CRD); the controller is restarted with the new set of owned kinds when it changes
-//! (see [`crate::controller`]). Reading only: nothing here writes.
+//! Contract: [`OptionalCrds`] is this operator's view of the shared optional-CRD watch
+//! ([`kinfer_operator::optional_crds::CrdWatch`] over [`NAMES`], which detects at start and
+//! follows changes with a metadata-only watch). A missing CRD degrades only the component that
+//! needs it (the plan leaves its objects out and compose reports a condition naming the CRD);
+//! the controllers are restarted with the new set of owned kinds when the view changes (see
+//! [`crate::controller`]). Pure: nothing here reads or writes.
 
-use futures::StreamExt;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
-use tokio::sync::watch as channel;
+use kinfer_operator::optional_crds::InstalledCrds;
 
 /// The PodMonitor CRD.
 pub const POD_MONITOR_CRD: &str = "podmonitors.monitoring.coreos.com";
@@ -71,82 +68,20 @@ impl OptionalCrds {
     }
 }
 
-pub use kinfer_operator::CrdError;
+/// Every optional CRD the operator follows ([`kinfer_operator::optional_crds::CrdWatch`]).
+pub const NAMES: [&str; 5] = [
+    POD_MONITOR_CRD,
+    SERVICE_MONITOR_CRD,
+    DESTINATION_RULE_CRD,
+    HTTP_ROUTE_CRD,
+    INFERENCE_POOL_CRD,
+];
 
-/// Reads the optional CRDs now.
-pub async fn detect(client: &Client) -> Result<OptionalCrds, CrdError> {
-    let mut present = Vec::new();
-    for name in [
-        POD_MONITOR_CRD,
-        SERVICE_MONITOR_CRD,
-        DESTINATION_RULE_CRD,
-        HTTP_ROUTE_CRD,
-        INFERENCE_POOL_CRD,
-    ] {
-        if kinfer_operator::crds::installed(client, name).await? {
-            present.push(name);
-        }
+impl OptionalCrds {
+    /// The view of what the CRD watch reports installed.
+    pub fn from_installed(installed: &InstalledCrds) -> Self {
+        Self::from_names(installed.names())
     }
-    Ok(OptionalCrds::from_names(present))
-}
-
-/// Follows CRD changes until `shutdown` turns true, publishing on `tx` when the set of optional
-/// CRDs changes. Watch errors are retried with kube's default backoff.
-pub async fn watch(
-    client: Client,
-    tx: channel::Sender<OptionalCrds>,
-    mut shutdown: channel::Receiver<bool>,
-) {
-    let api = Api::<CustomResourceDefinition>::all(client.clone());
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
-    let mut stream = std::pin::pin!(stream);
-    loop {
-        let event = tokio::select! {
-            e = stream.next() => e,
-            _ = shutdown.wait_for(|s| *s) => return,
-        };
-        let Some(event) = event else { return };
-        let relevant = match &event {
-            Ok(
-                watcher::Event::Apply(crd)
-                | watcher::Event::Delete(crd)
-                | watcher::Event::InitApply(crd),
-            ) => crd.metadata.name.as_deref().is_some_and(is_optional),
-            Ok(watcher::Event::InitDone) => true,
-            Ok(watcher::Event::Init) => false,
-            Err(e) => {
-                tracing::debug!(error = %e, "CRD watch error");
-                false
-            }
-        };
-        if !relevant {
-            continue;
-        }
-        match detect(&client).await {
-            Ok(now) => {
-                tx.send_if_modified(|current| {
-                    let changed = *current != now;
-                    if changed {
-                        tracing::info!(before = ?*current, after = ?now, "optional CRDs changed");
-                        *current = now;
-                    }
-                    changed
-                });
-            }
-            Err(e) => tracing::warn!(error = %e, "re-reading optional CRDs failed"),
-        }
-    }
-}
-
-fn is_optional(name: &str) -> bool {
-    [
-        POD_MONITOR_CRD,
-        SERVICE_MONITOR_CRD,
-        DESTINATION_RULE_CRD,
-        HTTP_ROUTE_CRD,
-        INFERENCE_POOL_CRD,
-    ]
-    .contains(&name)
 }
 
 #[cfg(test)]
@@ -167,6 +102,10 @@ mod tests {
                 HTTP_ROUTE_CRD,
                 INFERENCE_POOL_CRD
             ]),
+            OptionalCrds::all()
+        );
+        assert_eq!(
+            OptionalCrds::from_installed(&InstalledCrds::from_names(NAMES)),
             OptionalCrds::all()
         );
     }

@@ -105,15 +105,21 @@ async fn second_reconcile_writes_nothing() {
         .await
         .unwrap();
     h.cluster.counters().reset();
-    let report = h.ctx.engine.reconcile(&ms).await;
+    let report = h.engine.reconcile(&ms).await;
     assert_eq!(report.writes(), 0, "{report:#?}");
-    let action = modelservice_operator::controller::reconcile(
+    let action = kinfer_state::engine::reconcile(
         std::sync::Arc::new(DeserializeGuard(Ok(ms))),
-        h.ctx.clone(),
+        h.engine.clone(),
     )
     .await
     .unwrap();
-    assert_eq!(action, kube::runtime::controller::Action::await_change());
+    // The only requeue is the periodic recheck of the unwatched token Secret.
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(
+            modelservice_operator::config::DEFAULT_RECHECK_INTERVAL
+        )
+    );
     assert_eq!(
         h.cluster.counters().mutations(None),
         0,

@@ -2,24 +2,22 @@
 //! with a client and its termination signal, and tests call in-process with a test cluster's
 //! client and a channel.
 //!
-//! Contract of [`run`]: serves `/metrics`, `/healthz` and `/readyz` on the common addresses;
-//! fails with an install hint when the ZerfooInferenceService CRD is missing; probes whether
-//! Gateway API HTTPRoutes are served; marks itself ready; then runs the controllers (one per
-//! watched namespace) while it leads (at once without `--leader-elect`) until `shutdown`
+//! Contract of [`run`] (the process plumbing is [`kinfer_operator::Process`]'s): serves
+//! `/metrics`, `/healthz` and `/readyz` on the common addresses; fails with an install hint
+//! when the ZerfooInferenceService CRD is missing; follows whether Gateway API HTTPRoutes are
+//! served ([`CrdWatch`]: the controllers restart when the CRD is installed or removed, see
+//! [`controller::run_following_crds`]); marks itself ready; then runs the controllers (one
+//! per watched namespace) while it leads (at once without `--leader-elect`) until `shutdown`
 //! resolves: in-flight reconciles finish, the Lease is released, the endpoints stop, `Ok`.
 //! Losing the Lease stops the controllers and returns the loss
 //! ([`kinfer_operator::RunError::is_lost_leadership`]); the binary then exits non-zero.
 //! Tracing is the caller's (it is process-global).
 
 use std::future::Future;
-use std::sync::Arc;
 
 use kinfer_builders::gateway::GatewayRef;
-use kinfer_operator::server::{self, Endpoints};
-use kinfer_operator::{CommonArgs, run_with_leader_election};
-use kinfer_state::metrics::Metrics;
+use kinfer_operator::{CommonArgs, CrdWatch, Process};
 use kube::Client;
-use tokio::sync::watch;
 
 use crate::config::{DEFAULT_SERVER_IMAGE, GpuVendor, OperatorConfig, parse_gateway};
 use crate::controller::{self, ControllerOptions};
@@ -79,31 +77,24 @@ pub async fn run(
     client: Client,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), kinfer_operator::Error> {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let endpoints = Endpoints::new(Metrics::new());
-    server::spawn(&args.common.admin_addrs(), &endpoints, &stop_rx).await?;
-
+    let common = &args.common;
+    let process = Process::start(common).await?;
     controller::check_crd(&client).await?;
-    let routes = controller::routes_served(&client).await?;
-    if !routes {
-        tracing::warn!(
-            "Gateway API HTTPRoutes are not served; services asking for a gateway will report RouteReady=False"
-        );
-    }
-    let pipeline = ZerfooPipeline::new(args.operator_config()).with_routes(routes);
-    let engine = controller::engine(client.clone(), pipeline, endpoints.metrics.clone());
-    endpoints.set_ready();
-
+    let optional =
+        CrdWatch::start(&client, &[controller::HTTPROUTE_CRD], process.stopping()).await?;
+    let pipeline = ZerfooPipeline::new(args.operator_config());
+    let metrics = process.metrics();
     let options = ControllerOptions {
-        namespaces: args.common.watch_namespaces.clone(),
-        concurrency: args.common.concurrency,
-        routes,
+        namespaces: common.watch_namespaces.clone(),
+        concurrency: common.concurrency,
+        routes: true,
     };
-    let elector = args.common.leader_elector(&client, LEASE_NAME)?;
-    let result = run_with_leader_election(elector, shutdown, |stop| {
-        controller::run(Arc::clone(&engine), client.clone(), options, stop)
-    })
-    .await;
-    stop_tx.send_replace(true);
-    Ok(result?)
+    let crds = optional.subscribe();
+    process
+        .lead(common, &client, LEASE_NAME, shutdown, |stop| {
+            controller::run_following_crds(client.clone(), pipeline, metrics, options, crds, stop)
+        })
+        .await?;
+    optional.stopped().await;
+    Ok(())
 }

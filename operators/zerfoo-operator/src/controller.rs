@@ -5,28 +5,32 @@
 //!   installed; [`routes_served`] tells whether Gateway API HTTPRoutes exist in the cluster
 //!   (both through [`kinfer_operator::crds`]; the client comes from
 //!   [`kinfer_operator::client`], with kube's retry layer off).
-//! - [`run`] runs one controller per watched namespace (all namespaces when none is given)
-//!   over `DeserializeGuard<ZerfooInferenceService>` (a malformed object cannot wedge it),
-//!   owning Deployments, Services, HPAs and (when served) HTTPRoutes, each watched only through
-//!   the `managed-by` label; at most `concurrency` reconciles at once per controller; stops
-//!   gracefully (in-flight reconciles finish) when `shutdown` turns true.
+//! - [`engine`] serves each reconcile's children from an [`OwnerIndex`] that [`run`] fills
+//!   from the controller's own watches of the owned kinds
+//!   ([`kinfer_state::child_watch`]: `managedFields` cut to this operator's apply entries),
+//!   so a reconcile that changes nothing sends no request for its children; a kind not listed
+//!   yet is LISTed as before.
+//! - [`run`] runs one controller per watched namespace (all namespaces when none is given;
+//!   [`kinfer_operator::Controllers`]) over `DeserializeGuard<ZerfooInferenceService>` (a
+//!   malformed object cannot wedge it), owning the pipeline's child kinds (Deployments,
+//!   Services, HPAs and, when served, HTTPRoutes), each watched only through the
+//!   `managed-by` marker label; at most `concurrency` reconciles at once per controller;
+//!   stops gracefully (in-flight reconciles finish) when `shutdown` turns true.
+//! - [`run_following_crds`] is [`run`] for whether HTTPRoutes are served as a
+//!   [`CrdWatch`](kinfer_operator::CrdWatch) reports it: when the Gateway API CRD is installed
+//!   or removed, the controllers stop gracefully and start again with a new engine for the new
+//!   set of child kinds (the restart re-lists, so every service is reconciled against it).
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-use gateway_api::httproutes::HttpRoute;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::Service;
 use kinfer_api::zerfoo::ZerfooInferenceService;
-use kinfer_operator::CrdError;
+use kinfer_operator::controller::{GuardedController, Scope};
 use kinfer_operator::crds;
+use kinfer_operator::{Controllers, CrdError, InstalledCrds, restart_on_change};
+use kinfer_state::child_watch::child_watch;
 use kinfer_state::metrics::Metrics;
-use kinfer_state::{Engine, EngineConfig};
-use kube::core::DeserializeGuard;
-use kube::runtime::{Controller, controller, watcher};
-use kube::{Api, Client, CustomResourceExt, Resource};
-use serde::de::DeserializeOwned;
+use kinfer_state::{ChildKind, Engine, EngineConfig, OwnerIndex, Pipeline};
+use kube::{Client, CustomResourceExt};
 use tokio::sync::watch;
 
 use crate::reconciler::{MANAGER, ZerfooPipeline, label_scheme};
@@ -45,7 +49,8 @@ pub struct ControllerOptions {
     pub namespaces: Vec<String>,
     /// Reconciles running at once per controller.
     pub concurrency: u16,
-    /// Whether to own HTTPRoutes (see [`routes_served`]).
+    /// Whether to watch HTTPRoutes (see [`routes_served`]); the pipeline decides whether it
+    /// manages them ([`ZerfooPipeline::with_routes`]).
     pub routes: bool,
 }
 
@@ -69,86 +74,47 @@ pub async fn routes_served(client: &Client) -> Result<bool, CrdError> {
     crds::installed(client, HTTPROUTE_CRD).await
 }
 
-/// The engine for `pipeline`.
+/// The engine for `pipeline`, reading children from an index [`run`] fills.
 pub fn engine(
     client: Client,
     pipeline: ZerfooPipeline,
     metrics: Metrics,
 ) -> Arc<Engine<ZerfooPipeline>> {
-    Arc::new(Engine::new(
-        pipeline,
-        client,
-        EngineConfig::new(label_scheme()),
-        metrics,
-    ))
-}
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    <K as Resource>::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
-
-fn owned<K>(
-    c: Controller<DeserializeGuard<ZerfooInferenceService>>,
-    client: &Client,
-    namespace: Option<&str>,
-) -> Controller<DeserializeGuard<ZerfooInferenceService>>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let children = watcher::Config::default()
-        .labels(&format!("{}={MANAGER}", kinfer_state::labels::MANAGED_BY));
-    c.owns(api::<K>(client, namespace), children)
-}
-
-async fn run_one(
-    engine: Arc<Engine<ZerfooPipeline>>,
-    client: Client,
-    namespace: Option<String>,
-    options: ControllerOptions,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let ns = namespace.as_deref();
-    let mut c = Controller::new(
-        api::<DeserializeGuard<ZerfooInferenceService>>(&client, ns),
-        watcher::Config::default(),
+    Arc::new(
+        Engine::new(pipeline, client, EngineConfig::new(label_scheme()), metrics)
+            .with_owner_index(Arc::new(OwnerIndex::new())),
     )
-    .with_config(controller::Config::default().concurrency(options.concurrency));
-    c = owned::<Deployment>(c, &client, ns);
-    c = owned::<Service>(c, &client, ns);
-    c = owned::<HorizontalPodAutoscaler>(c, &client, ns);
-    if options.routes {
-        c = owned::<HttpRoute>(c, &client, ns);
+}
+
+/// The child kinds the controllers watch.
+fn watched_kinds(engine: &Engine<ZerfooPipeline>, options: &ControllerOptions) -> Vec<ChildKind> {
+    engine
+        .pipeline()
+        .child_kinds()
+        .into_iter()
+        .filter(|k| options.routes || k.resource.kind != "HTTPRoute")
+        .collect()
+}
+
+/// `c` owning `kinds`, each through one watch that also feeds `index`.
+fn wire(
+    mut c: GuardedController<ZerfooInferenceService>,
+    scope: &Scope<'_>,
+    kinds: &[ChildKind],
+    index: &Arc<OwnerIndex>,
+) -> GuardedController<ZerfooInferenceService> {
+    for kind in kinds {
+        let events = child_watch(
+            scope.client(),
+            kind,
+            scope.namespace(),
+            scope.marked(),
+            Arc::clone(index),
+            MANAGER,
+        );
+        c = c.owns_stream_with(events, kind.resource.clone());
     }
-    tracing::info!(namespace = ns.unwrap_or("*"), "controller starting");
-    c.graceful_shutdown_on(async move {
-        // A dropped sender also means shut down.
-        let _ = shutdown.wait_for(|stop| *stop).await;
-    })
-    .run(
-        kinfer_state::engine::reconcile,
-        kinfer_state::engine::error_policy,
-        engine,
-    )
-    .for_each(|result| async move {
-        if let Err(e) = result {
-            tracing::debug!(error = %e, "controller event");
-        }
-    })
-    .await;
-    tracing::info!(namespace = ns.unwrap_or("*"), "controller stopped");
+    c
 }
 
 /// Runs the controllers until `shutdown` turns true; see the module contract.
@@ -158,19 +124,57 @@ pub async fn run(
     options: ControllerOptions,
     shutdown: watch::Receiver<bool>,
 ) {
-    let namespaces: Vec<Option<String>> = if options.namespaces.is_empty() {
-        vec![None]
-    } else {
-        options.namespaces.iter().cloned().map(Some).collect()
-    };
-    futures::future::join_all(namespaces.into_iter().map(|ns| {
-        run_one(
-            Arc::clone(&engine),
-            client.clone(),
-            ns,
-            options.clone(),
-            shutdown.clone(),
-        )
-    }))
+    let kinds = watched_kinds(&engine, &options);
+    // An engine built without an index (not by `engine`) still works: it LISTs, and this
+    // index is fed but unread.
+    let index = engine
+        .owner_index()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(OwnerIndex::new()));
+    let controllers = Controllers::new(
+        client,
+        MANAGER,
+        kinfer_operator::ControllerOptions {
+            namespaces: options.namespaces,
+            concurrency: options.concurrency,
+        },
+    );
+    controllers
+        .run(engine, |c, scope| wire(c, scope, &kinds, &index), shutdown)
+        .await;
+}
+
+/// Runs the controllers until `shutdown` turns true, following whether HTTPRoutes are
+/// served; see the module contract.
+pub async fn run_following_crds(
+    client: Client,
+    pipeline: ZerfooPipeline,
+    metrics: Metrics,
+    options: ControllerOptions,
+    crds: watch::Receiver<InstalledCrds>,
+    shutdown: watch::Receiver<bool>,
+) {
+    restart_on_change(
+        crds,
+        |installed: &InstalledCrds| installed.contains(HTTPROUTE_CRD),
+        shutdown,
+        |routes, stop| {
+            if !routes {
+                tracing::warn!(
+                    "Gateway API HTTPRoutes are not served; services asking for a gateway report RouteReady=False until the CRD is installed"
+                );
+            }
+            let engine = engine(
+                client.clone(),
+                pipeline.clone().with_routes(routes),
+                metrics.clone(),
+            );
+            let options = ControllerOptions {
+                routes,
+                ..options.clone()
+            };
+            run(engine, client.clone(), options, stop)
+        },
+    )
     .await;
 }

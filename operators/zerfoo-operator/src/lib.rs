@@ -10,7 +10,8 @@
 //!   `spec.canary.modelRef` with a replica share proportional to the canary weight);
 //! - Service `<name>-svc` selecting both tracks, and one Service per track;
 //! - HorizontalPodAutoscaler `<name>-hpa` on the primary when `minReplicas` and `maxReplicas`
-//!   are both set (the operator then leaves the replica count to the HPA);
+//!   are both set (the operator then hands the replica count over to the HPA,
+//!   [`kinfer_state::handover`]);
 //! - HTTPRoute `<name>-route` with weighted backends when a Gateway is configured (operator
 //!   flag or `spec.gatewayRef`).
 //!
@@ -19,7 +20,8 @@
 //! - [`names`]: the children's names;
 //! - [`reconciler`]: the pipeline, one module per step ([`reconciler::fetch`],
 //!   [`reconciler::compose`], [`reconciler::plan`]), status in [`reconciler`] itself;
-//! - [`controller`]: the `kube::runtime::Controller` wiring and the startup CRD check;
+//! - [`controller`]: the `kube::runtime::Controller` wiring (children read from its own
+//!   watches), the startup CRD check, and following the HTTPRoute CRD at runtime;
 //! - [`app`]: the `run` flags and the library entry point the binary (and the in-process
 //!   end-to-end test) calls; the binary plumbing (leader election, `/metrics` `/healthz`
 //!   `/readyz`, tracing, client, common flags) is [`kinfer_operator`]'s.

@@ -166,31 +166,31 @@ pub struct AIMRuntimeParameters {
     pub precision: Option<String>,
 }
 
+/// The PVC headroom when no config sets one, in percent of the model size.
+pub const DEFAULT_PVC_HEADROOM_PERCENT: i32 = 10;
+
 /// Storage defaults for the PVCs of artifacts and caches.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AIMStorageConfig {
     /// Storage class for artifact and cache PVCs whose own spec names none; the cluster default
     /// class when empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_storage_class_name: Option<String>,
-    /// Extra space, in percent of the model size, added to model PVCs for filesystem overhead.
-    #[serde(default = "default_pvc_headroom_percent")]
+    /// Extra space, in percent of the model size, added to model PVCs for filesystem overhead;
+    /// 10 when no config sets it. Unset (rather than defaulted in the schema) so a namespace
+    /// config that sets only the storage class keeps the cluster config's headroom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
-    pub pvc_headroom_percent: i32,
+    pub pvc_headroom_percent: Option<i32>,
 }
 
-impl Default for AIMStorageConfig {
-    fn default() -> Self {
-        Self {
-            default_storage_class_name: None,
-            pvc_headroom_percent: default_pvc_headroom_percent(),
-        }
+impl AIMStorageConfig {
+    /// The headroom to use: the configured one, else [`DEFAULT_PVC_HEADROOM_PERCENT`].
+    pub fn headroom_percent(&self) -> i32 {
+        self.pvc_headroom_percent
+            .unwrap_or(DEFAULT_PVC_HEADROOM_PERCENT)
     }
-}
-
-fn default_pvc_headroom_percent() -> i32 {
-    10
 }
 
 /// HTTP routing of inference services through a Gateway API HTTPRoute.

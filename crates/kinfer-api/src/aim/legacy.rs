@@ -199,9 +199,7 @@ pub fn migrate(legacy: &LegacyAimService) -> (AIMService, Vec<String>) {
         || spec.pvc_headroom_percent.is_some())
     .then(|| AIMStorageConfig {
         default_storage_class_name: spec.default_storage_class_name.clone(),
-        pvc_headroom_percent: spec
-            .pvc_headroom_percent
-            .unwrap_or(AIMStorageConfig::default().pvc_headroom_percent),
+        pvc_headroom_percent: spec.pvc_headroom_percent,
     });
 
     let new_spec = AIMServiceSpec {

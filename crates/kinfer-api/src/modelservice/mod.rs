@@ -38,7 +38,7 @@ use kube::CustomResourceExt;
 pub use self::epp::{
     EPP_HEALTH_PORT, EPP_METRICS_PORT, EndpointPickerSpec, FailureMode, InferencePoolSpec,
 };
-pub use self::roles::{ParallelismSpec, RoleSpec};
+pub use self::roles::{ParallelismSpec, RoleEngineSpec, RoleSpec};
 pub use self::routing::{GatewayRef, HttpRouteSpec, RoutingProxySpec};
 pub use self::spec::{
     AcceleratorSpec, AcceleratorType, DEFAULT_MOUNT_PATH, EngineSpec, ModelService,

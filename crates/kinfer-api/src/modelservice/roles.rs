@@ -6,6 +6,8 @@ use k8s_openapi::api::core::v1::{ResourceRequirements, Toleration};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::env::EnvVar;
+
 /// One serving role (`spec.decode` or `spec.prefill`): a Deployment of vLLM pods.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -37,9 +39,46 @@ pub struct RoleSpec {
     /// server serving the upstream CRD copy would prune it; ours keeps it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// vLLM arguments and environment of this role only, over the shared `spec.engine` ones:
+    /// `args` come after `spec.engine.args` (vLLM keeps the last value of a flag), `env`
+    /// replaces a `spec.engine.env` variable of the same name and adds the others.
+    ///
+    /// Deliberate extra field (kinfer): upstream shares `spec.engine` between decode and
+    /// prefill (NOTES.md g5), so prefill-only or decode-only flags (e.g. a KV-transfer role,
+    /// `--enforce-eager` for prefill) were impossible. Optional, so every upstream manifest
+    /// means what it meant.
+    // Not in the CRD's description on purpose (it would change the generated CRD): a cluster
+    // still serving upstream's CRD (no `engine` under the roles) prunes this field silently
+    // on write, so the role overrides are dropped without an error; install kinfer's CRD
+    // first (docs/modelservice.md, "Upgrading from upstream").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<RoleEngineSpec>,
+}
+
+/// Per-role vLLM overrides (`spec.decode.engine`, `spec.prefill.engine`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleEngineSpec {
+    /// vLLM arguments appended after `spec.engine.args` in this role's pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment variables of this role's vLLM container, merged by name over
+    /// `spec.engine.env` (this role's value wins).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
 }
 
 impl RoleSpec {
+    /// This role's extra vLLM arguments (none when `engine` is unset).
+    pub fn engine_args(&self) -> &[String] {
+        self.engine.as_ref().map_or(&[], |e| e.args.as_slice())
+    }
+
+    /// This role's environment overrides (none when `engine` is unset).
+    pub fn engine_env(&self) -> &[EnvVar] {
+        self.engine.as_ref().map_or(&[], |e| e.env.as_slice())
+    }
+
     /// The parallelism in effect: the spec's, or all degrees 1 when unset.
     pub fn effective_parallelism(&self) -> ParallelismSpec {
         self.parallelism.clone().unwrap_or_default()

@@ -87,8 +87,9 @@ pub struct ModelSpec {
     /// empty value means `/models`, as upstream treats it ([`ModelSpec::effective_mount_path`]).
     #[serde(default = "default_mount_path")]
     pub mount_path: String,
-    /// Pull secrets for the model artifact (and every other image of the serving pods). The
-    /// first one is also handed to the unpacking init container as its registry credentials.
+    /// Pull secrets for the model artifact (and every other image of the serving pods). Each is
+    /// also handed to the unpacking init container, which tries them in order as its registry
+    /// credentials until one works.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema_k8s::local_object_references")]
     pub image_pull_secrets: Vec<LocalObjectReference>,

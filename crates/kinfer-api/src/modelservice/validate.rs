@@ -26,24 +26,15 @@
 //!   chip count need not be `tensor`), and any `data`/`dataLocal` combination when `engine.args` sets
 //!   the data-parallel flags itself: see [`data_parallelism`]. They are warnings.
 
-use std::collections::BTreeMap;
-
 use super::epp::{EPP_HEALTH_PORT, EPP_METRICS_PORT};
 use super::roles::{ParallelismSpec, RoleSpec};
 use super::spec::{AcceleratorType, ModelService, ModelServiceSpec};
-use crate::env::EnvVar;
-use crate::env::validate_env;
 use crate::validation::{FieldError, FieldErrors, Validate};
 
-/// Env names the operator sets itself on the vLLM container, before `engine.env`, and the
-/// `spec.<role>.parallelism` field each comes from (NOTES.md section b, row 3).
-const GENERATED_ENV: [(&str, &str); 3] = [
-    ("TP_SIZE", "tensor"),
-    ("DP_SIZE", "data"),
-    ("DP_SIZE_LOCAL", "dataLocal"),
-];
-/// The env variable whose literal value becomes the vLLM container port `nixl-side`.
-const NIXL_PORT_ENV: &str = "VLLM_NIXL_SIDE_CHANNEL_PORT";
+mod engine_env;
+
+use engine_env::{env_rules, taken_ports};
+
 /// The kit cache the model-unpack init container always mounts besides `model.mountPath`
 /// (NOTES.md section b, rows 5 and 6).
 const KIT_CACHE_PATH: &str = "/tmp/model-oci";
@@ -145,74 +136,14 @@ fn model(spec: &ModelServiceSpec, errors: &mut FieldErrors) {
 }
 
 fn engine(spec: &ModelServiceSpec, found: &mut Findings) {
-    let engine = &spec.engine;
-    port(engine.port, "spec.engine.port", &mut found.errors);
-    // The ports the vLLM container or its pod already uses (NOTES.md section b, rows 3 and 7).
-    let mut taken = vec![engine.port];
-    if let Some(proxy) = &spec.routing_proxy {
-        taken.push(proxy.target_port);
-    }
-    // The occurrence vLLM sees: Kubernetes keeps the last value of a repeated name.
-    let nixl = engine.env.iter().rposition(|var| var.name == NIXL_PORT_ENV);
-    // Kubernetes' own env rules, as for every kind; `valueFrom.fileKeyRef` is accepted like any
-    // other source: it is in the upstream CRD, and whether the target cluster supports it is
-    // the operator's decision.
-    validate_env("spec.engine.env", &engine.env, &mut found.errors);
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, var) in engine.env.iter().enumerate() {
-        let path = format!("spec.engine.env[{i}]");
-        if var.name.is_empty() {
-            continue;
-        }
-        // Each role's vLLM container gets the generated variables followed by engine.env
-        // (NOTES.md section a, Engine.Env). Kubernetes accepts a repeated name (with an API
-        // warning) and the last value wins, which is how upstream lets users override the
-        // generated ones; so these are warnings, not errors.
-        if let Some((_, field)) = GENERATED_ENV.iter().find(|(name, _)| *name == var.name) {
-            found.warnings.push(
-                format!("{path}.name"),
-                format!(
-                    "replaces the {} the operator sets from spec.<role>.parallelism.{field} in every role (the last value wins); the vLLM flags still follow parallelism.{field}",
-                    var.name
-                ),
-            );
-        } else if let Some(first) = seen.get(var.name.as_str()) {
-            found.warnings.push(
-                format!("{path}.name"),
-                format!(
-                    "duplicates spec.engine.env[{first}].name; Kubernetes keeps the last value"
-                ),
-            );
-        } else {
-            seen.insert(&var.name, i);
-        }
-        if nixl == Some(i) {
-            nixl_port(var, &path, &taken, &mut found.errors);
-        }
-    }
-}
-
-/// `VLLM_NIXL_SIDE_CHANNEL_PORT` becomes the container port `nixl-side` (NOTES.md section a,
-/// Engine.Env); upstream silently skips a value that is not a port, and vLLM's NIXL connector
-/// then fails to parse it or to bind it. Only the occurrence vLLM sees (the last) is checked.
-fn nixl_port(var: &EnvVar, path: &str, taken: &[i32], errors: &mut FieldErrors) {
-    let Some(value) = var.value.as_deref() else {
-        return;
-    };
-    match value.trim().parse::<i32>() {
-        Ok(n) if (1..=65535).contains(&n) => {
-            if taken.contains(&n) {
-                errors.push(
-                    format!("{path}.value"),
-                    format!("port {n} is already the serving or routing-proxy target port"),
-                );
-            }
-        }
-        _ => errors.push(
-            format!("{path}.value"),
-            "must be a port number between 1 and 65535",
-        ),
-    }
+    port(spec.engine.port, "spec.engine.port", &mut found.errors);
+    env_rules(
+        &spec.engine.env,
+        "spec.engine.env",
+        "in every role",
+        &taken_ports(spec),
+        found,
+    );
 }
 
 fn role(spec: &ModelServiceSpec, role: &RoleSpec, path: &str, found: &mut Findings) {
@@ -222,6 +153,15 @@ fn role(spec: &ModelServiceSpec, role: &RoleSpec, path: &str, found: &mut Findin
             .errors
             .push(format!("{path}.replicas"), "must not be negative");
     }
+    // Per-role env replaces spec.engine.env by name (the intended override, no warning);
+    // within the role's own list the usual rules apply.
+    env_rules(
+        role.engine_env(),
+        &format!("{path}.engine.env"),
+        "in this role",
+        &taken_ports(spec),
+        found,
+    );
     let Some(parallelism) = &role.parallelism else {
         return;
     };
@@ -240,7 +180,7 @@ fn role(spec: &ModelServiceSpec, role: &RoleSpec, path: &str, found: &mut Findin
         }
     }
     if in_bounds {
-        data_parallelism(spec, parallelism, path, found);
+        data_parallelism(spec, role, parallelism, path, found);
     }
 }
 
@@ -264,10 +204,12 @@ fn role(spec: &ModelServiceSpec, role: &RoleSpec, path: &str, found: &mut Findin
 ///   pod: a warning. For TPUs the chip count is not `tensor` to begin with (NOTES.md section a,
 ///   RoleSpec.Resources), so it may work: a warning.
 ///
-/// `engine.args` come after the generated flags and vLLM keeps the last value, so when they set
-/// the data-parallel layout themselves any of the above is only a warning.
+/// `engine.args` (shared or the role's) come after the generated flags and vLLM keeps the last
+/// value, so when they set the data-parallel layout themselves any of the above is only a
+/// warning.
 fn data_parallelism(
     spec: &ModelServiceSpec,
+    role: &RoleSpec,
     parallelism: &ParallelismSpec,
     path: &str,
     found: &mut Findings,
@@ -321,11 +263,12 @@ fn data_parallelism(
         }
     };
     let path = format!("{path}.parallelism.{field}");
-    if args_set_data_parallelism(&spec.engine.args) {
+    if args_set_data_parallelism(&spec.engine.args) || args_set_data_parallelism(role.engine_args())
+    {
         found.warnings.push(
             path,
             format!(
-                "{message} (not enforced: spec.engine.args sets data-parallel flags, which override the generated ones)"
+                "{message} (not enforced: spec.engine.args or this role's engine.args set data-parallel flags, which override the generated ones)"
             ),
         );
     } else if fatal {

@@ -62,7 +62,8 @@ pub struct ZerfooInferenceServiceSpec {
     /// A second model receiving `weight` percent of the traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<CanarySpec>,
-    /// HTTP readiness and liveness probing of the model server.
+    /// HTTP startup, readiness and liveness probing of the model server. Without it the
+    /// operator probes with TCP connects to the serving port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheckSpec>,
     /// kinfer extension: the Gateway an HTTPRoute attaches to for an exact weighted split

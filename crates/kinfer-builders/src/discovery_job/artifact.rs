@@ -127,6 +127,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
             JobShape {
                 backoff_limit: 0,
                 ttl_seconds: 600,
+                active_deadline_seconds: None,
             },
             PodSpec {
                 containers: vec![container],
@@ -196,6 +197,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
         JobShape {
             backoff_limit: 2,
             ttl_seconds: 600,
+            active_deadline_seconds: None,
         },
         PodSpec {
             containers: vec![container],

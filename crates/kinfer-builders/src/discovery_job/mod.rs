@@ -6,7 +6,9 @@
 //! over model, image, service account, env, pull secrets, metric, precision, GPU and profile),
 //! so a changed input gives a new Job (Jobs are immutable); labels `app.kubernetes.io/{name=aim-discovery,
 //! component=discovery,managed-by}` and `aim.eai.amd.com/template` on Job and pod; no retries
-//! (`backoffLimit: 0`, the controller backs off), `ttlSecondsAfterFinished: 60`, restart
+//! (`backoffLimit: 0`, the controller backs off), `ttlSecondsAfterFinished: 60`,
+//! `activeDeadlineSeconds` [`DISCOVERY_DEADLINE_SECONDS`] (a dry-run that hangs fails instead
+//! of holding one of the cluster's discovery slots forever), restart
 //! `Never`; pod user 65532 under the restricted context; container `discovery` running the
 //! AIM image with `dry-run --format=json`; env in order: log levels CRITICAL, the template's
 //! env, `AIM_METRIC`, `AIM_PRECISION`, `AIM_GPU_MODEL`, `AIM_GPU_COUNT`, `AIM_PROFILE_ID`.
@@ -32,6 +34,10 @@ use crate::labels::StandardLabels;
 use crate::meta::object_meta;
 use crate::naming::{self, Dns1123Label, Dns1123Subdomain};
 use crate::{pod, security};
+
+/// How long a discovery Job may run, image pull included (AIM images are tens of GB), before
+/// Kubernetes fails it with `DeadlineExceeded`.
+pub const DISCOVERY_DEADLINE_SECONDS: i64 = 30 * 60;
 
 /// The non-root user of AIM Job pods.
 pub const JOB_USER: i64 = 65532;
@@ -154,6 +160,7 @@ pub fn discovery_job(input: &DiscoveryInput) -> Result<Job, Error> {
         JobShape {
             backoff_limit: 0,
             ttl_seconds: 60,
+            active_deadline_seconds: Some(DISCOVERY_DEADLINE_SECONDS),
         },
         PodSpec {
             containers: vec![container],
@@ -171,6 +178,8 @@ pub fn discovery_job(input: &DiscoveryInput) -> Result<Job, Error> {
 pub(crate) struct JobShape {
     pub backoff_limit: i32,
     pub ttl_seconds: i32,
+    /// `activeDeadlineSeconds`; `None` for Jobs whose length depends on the data (downloads).
+    pub active_deadline_seconds: Option<i64>,
 }
 
 pub(crate) fn job(
@@ -185,6 +194,7 @@ pub(crate) fn job(
         metadata: object_meta(name, Some(namespace), labels, BTreeMap::new()),
         spec: Some(JobSpec {
             backoff_limit: Some(shape.backoff_limit),
+            active_deadline_seconds: shape.active_deadline_seconds,
             ttl_seconds_after_finished: Some(shape.ttl_seconds),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {

@@ -10,7 +10,7 @@
 //! OpenTelemetry exporter env. Names and labels are otterscale's
 //! ([`naming::modelservice`], [`labels::otterscale`]): `<epp>` = `<ms>-epp`, `<epp>-config`,
 //! `<epp>-sa-metrics-reader-secret`, ClusterRole/Binding `<namespace>-<epp>`; labels
-//! `Selector(<epp>, "epp")`; the Deployment selects those plus `inferencepool: <epp>`; the EPP
+//! `Selector(<epp>, "epp")`, plus the parent labels and annotation on the cluster RBAC; the Deployment selects those plus `inferencepool: <epp>`; the EPP
 //! serves the pool `<ms>`. A custom config's file name must be a valid ConfigMap key that is
 //! not a path.
 
@@ -172,16 +172,21 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
     let (cluster_role, cluster_role_binding, token_secret) = if input.metrics_auth {
         let cluster_name = naming::modelservice::epp_cluster_rbac_name(ns, &name)?;
         let secret_name = naming::modelservice::epp_token_secret_name(&name)?;
+        let mut cluster_labels = object_labels.clone();
+        cluster_labels.extend(labels::parent_labels(ns, parent.name.as_str()));
+        let cluster_annotations = labels::parent_annotations(ns, parent.name.as_str());
         (
             Some(rbac::cluster_role(
                 cluster_name.as_str(),
-                object_labels.clone(),
+                cluster_labels.clone(),
+                cluster_annotations.clone(),
             )),
             Some(rbac::cluster_role_binding(
                 cluster_name.as_str(),
                 name.as_str(),
                 ns,
-                object_labels.clone(),
+                cluster_labels,
+                cluster_annotations,
             )),
             (!input.gke).then(|| {
                 rbac::token_secret(

@@ -3,9 +3,11 @@
 //!
 //! Contract: the Role lets the EPP watch pods, inference objectives, model rewrites and pools
 //! in its namespace, plus leases and events when it elects a leader (replicas > 1); the
-//! ClusterRole (cluster-scoped, named `<namespace>.<epp>`) grants token reviews, subject access
-//! reviews and `GET /metrics`, which the EPP's authenticated metrics endpoint needs; the token
-//! Secret gives Prometheus a bearer token of the EPP's ServiceAccount.
+//! ClusterRole (cluster-scoped, named `<namespace>-<epp>`) grants token reviews, subject access
+//! reviews and `GET /metrics`, which the EPP's authenticated metrics endpoint needs, and it and
+//! its binding carry the parent's labels and annotation ([`crate::labels::parent_labels`]),
+//! because no owner reference can reach them and their name is ambiguous across namespaces;
+//! the token Secret gives Prometheus a bearer token of the EPP's ServiceAccount.
 
 use std::collections::BTreeMap;
 
@@ -98,10 +100,15 @@ pub fn role_binding(name: &str, namespace: &str, labels: BTreeMap<String, String
     }
 }
 
-/// The metrics-auth ClusterRole.
-pub fn cluster_role(name: &str, labels: BTreeMap<String, String>) -> ClusterRole {
+/// The metrics-auth ClusterRole; `labels` and `annotations` name its parent (no owner
+/// reference reaches a cluster-scoped object).
+pub fn cluster_role(
+    name: &str,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+) -> ClusterRole {
     ClusterRole {
-        metadata: object_meta(name, None, labels, BTreeMap::new()),
+        metadata: object_meta(name, None, labels, annotations),
         rules: Some(vec![
             rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
             rule(
@@ -125,9 +132,10 @@ pub fn cluster_role_binding(
     account: &str,
     namespace: &str,
     labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
 ) -> ClusterRoleBinding {
     ClusterRoleBinding {
-        metadata: object_meta(cluster_role, None, labels, BTreeMap::new()),
+        metadata: object_meta(cluster_role, None, labels, annotations),
         role_ref: role_ref("ClusterRole", cluster_role),
         subjects: Some(vec![subject(account, namespace)]),
     }

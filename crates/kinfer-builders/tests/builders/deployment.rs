@@ -174,6 +174,49 @@ fn unpack_uses_tls_unless_asked_and_mounts_the_first_pull_secret() {
 }
 
 #[test]
+fn pull_secrets_are_optional_skipped_without_a_config_and_followed_by_an_anonymous_attempt() {
+    let mut i: ModelDeploymentInput = input("deployment-decode");
+    i.model.image_pull_secrets = vec!["dockerconfigjson".into(), "legacy-dockercfg".into()];
+    let d = model_deployment(&i).expect("builds").deployment;
+    assert_core_valid(&d);
+    let json = serde_json::to_value(&d).expect("json");
+    let pod = &json["spec"]["template"]["spec"];
+    let volume = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "docker-config")
+        .expect("docker-config volume");
+    let sources = volume["projected"]["sources"].as_array().expect("sources");
+    assert_eq!(sources.len(), 2);
+    for (n, source) in sources.iter().enumerate() {
+        // A kubernetes.io/dockercfg secret has no .dockerconfigjson: the mount must not fail.
+        assert_eq!(source["secret"]["optional"], true, "source {n}");
+        assert_eq!(
+            source["secret"]["items"][0]["path"],
+            format!("{n}/config.json")
+        );
+    }
+    let script = pod["initContainers"][0]["command"][2]
+        .as_str()
+        .expect("script");
+    assert!(
+        script.contains(
+            "for config in /.docker/0 /.docker/1; do [ -f \"$config/config.json\" ] || continue;"
+        ),
+        "{script}"
+    );
+    // After the loop, one attempt without DOCKER_CONFIG (anonymous), whose status is the script's.
+    let after = script.rsplit_once("done;").expect("loop").1;
+    assert!(
+        after.trim_end().ends_with("-o -d \"$MODEL_MOUNT_PATH\""),
+        "{script}"
+    );
+    assert!(!after.contains("DOCKER_CONFIG"), "{script}");
+    assert!(!after.contains("exit 1"), "{script}");
+}
+
+#[test]
 fn routing_proxy_optional_flags_follow_upstream_order_and_tracing_adds_otel_env() {
     let mut i: ModelDeploymentInput = input("deployment-decode");
     let proxy_of = |i: &ModelDeploymentInput| {

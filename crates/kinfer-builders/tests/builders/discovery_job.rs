@@ -25,6 +25,10 @@ fn discovery_job_follows_the_contract() {
     assert_eq!(json["spec"]["backoffLimit"], 0);
     assert_eq!(json["spec"]["ttlSecondsAfterFinished"], 60);
     assert_eq!(
+        json["spec"]["activeDeadlineSeconds"],
+        kinfer_builders::discovery_job::DISCOVERY_DEADLINE_SECONDS
+    );
+    assert_eq!(
         json["metadata"]["labels"]["app.kubernetes.io/name"],
         "aim-discovery"
     );

@@ -1,4 +1,5 @@
 use gateway_api::httproutes::HttpRoute;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kinfer_builders::gateway::GatewayRef;
 use kinfer_builders::gateway_weighted::{WeightedBackend, WeightedRouteInput, weighted_route};
 use kinfer_builders::meta::Parent;
@@ -43,6 +44,12 @@ fn primary_deployment_validates_and_snapshots() {
     assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "1");
     assert_eq!(c["readinessProbe"]["periodSeconds"], 10);
     assert_eq!(c["livenessProbe"]["timeoutSeconds"], 5);
+    // The startup probe checks the same path and gives the model time to load.
+    assert_eq!(
+        c["startupProbe"]["httpGet"]["path"],
+        c["readinessProbe"]["httpGet"]["path"]
+    );
+    assert_eq!(c["startupProbe"]["failureThreshold"], 180);
     let term = &json["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ["nodeSelectorTerms"][0];
     assert_eq!(term["matchExpressions"][0]["operator"], "Gt");
@@ -58,7 +65,19 @@ fn canary_deployment_validates_and_snapshots() {
     assert_eq!(d.metadata.name.as_deref(), Some("my-llama-canary"));
     let spec = d.spec.as_ref().expect("spec");
     let pod = spec.template.spec.as_ref().expect("pod");
-    assert!(pod.containers[0].readiness_probe.is_none());
+    // Without a health check: TCP probes on the serving port, never none.
+    let c = &pod.containers[0];
+    for probe in [&c.startup_probe, &c.readiness_probe, &c.liveness_probe] {
+        let probe = probe.as_ref().expect("probe");
+        assert!(probe.http_get.is_none());
+        let tcp = probe.tcp_socket.as_ref().expect("tcp probe");
+        assert_eq!(tcp.port, IntOrString::String("http".into()));
+    }
+    assert_eq!(
+        c.startup_probe.as_ref().and_then(|p| p.failure_threshold),
+        Some(180),
+        "30 minutes to load the model"
+    );
     snapshot!("zerfoo_canary_deployment", &d);
 }
 

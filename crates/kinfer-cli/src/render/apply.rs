@@ -4,16 +4,22 @@
 //! 1. Every document's `apiVersion`/`kind` must be served by the render cluster (kinfer's kinds,
 //!    the third-party kinds, the built-in kinds of [`kinfer_testkit`]); namespaced objects
 //!    without a namespace go to `default`; a namespace on a cluster-scoped object is dropped,
-//!    as the API server does.
-//! 2. Input Namespaces are created first, then every other namespace an input names (and
-//!    `extra_namespaces`), so nothing fails for a missing namespace.
-//! 3. Each remaining document is checked, in order, by a dry-run create (the CRD schema:
-//!    types, required fields, enums, patterns, bounds — answered like the real 422 with field
-//!    paths) and by its kind's `Validate` rules ([`super::validate`]). All problems of all
-//!    documents are reported together as [`InvalidInputs`]; nothing is created then.
-//! 4. Objects are created in a stable order: Nodes, Secrets, ConfigMaps, ServiceAccounts,
-//!    runtime configs, then everything else in input order. A Node's `status` (capacity,
-//!    allocatable, conditions) is written through its status subresource.
+//!    as the API server does. Two documents naming the same object are an error ("defined
+//!    twice", naming the other document).
+//! 2. Input Namespaces are checked (as in 3) and applied first, then every other namespace an
+//!    input names (and `extra_namespaces`) is created, so nothing fails for a missing namespace.
+//! 3. Each remaining document is checked, in order: strictly against its CRD schema with
+//!    unknown fields as errors ([`super::validate::Strict`], [`super::validate::core_errors`]
+//!    for core kinds); then by a dry-run write (the API
+//!    server's own schema check: formats, patterns, CEL rules — answered like the real 422
+//!    with field paths); then by its kind's type and `Validate` rules
+//!    ([`super::validate::check`]). All problems of all documents are reported together as
+//!    [`InvalidInputs`]; nothing but input Namespaces is written then.
+//! 4. Objects are written in a stable order: Nodes, Secrets, ConfigMaps, ServiceAccounts,
+//!    runtime configs, then everything else in input order. An object is created; when it
+//!    already exists in the fresh cluster (the `default` Namespace, say) it is server-side
+//!    applied over, as `kubectl apply` would. A Node's `status` (capacity, allocatable,
+//!    conditions) is written through its status subresource.
 
 use anyhow::{Context, Result};
 use kube::Client;
@@ -23,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::env::Env;
 use super::input::{Document, InvalidInput, InvalidInputs};
-use super::validate;
+use super::validate::{self, Strict};
 
 /// The field manager of everything render itself writes.
 pub const MANAGER: &str = "kinfer-render";
@@ -105,10 +111,6 @@ fn refused(doc: &Document, error: &kube::Error) -> Option<Vec<InvalidInput>> {
         return None;
     };
     match status.code {
-        409 => Some(vec![doc.invalid(
-            "metadata.name",
-            "defined twice: an earlier document creates the same object",
-        )]),
         400..=499 => {
             let causes = status
                 .details
@@ -156,18 +158,94 @@ fn post(dry_run: bool) -> PostParams {
     }
 }
 
-async fn create(client: &Client, input: &Input, dry_run: bool) -> Result<Vec<InvalidInput>> {
+/// Creates `input`, or server-side applies it when the object already exists; returns the
+/// problems the server found with it.
+async fn put(client: &Client, input: &Input, dry_run: bool) -> Result<Vec<InvalidInput>> {
     let object = match dynamic(input) {
         Ok(o) => o,
         Err(e) => return Ok(vec![e]),
     };
-    match input.api(client).create(&post(dry_run), &object).await {
-        Ok(_) => Ok(Vec::new()),
+    let api = input.api(client);
+    let result = match api.create(&post(dry_run), &object).await {
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let params = PatchParams {
+                dry_run,
+                force: true,
+                field_manager: Some(MANAGER.to_owned()),
+                ..PatchParams::default()
+            };
+            api.patch(input.doc.name(), &params, &Patch::Apply(&input.doc.value))
+                .await
+                .map(|_| ())
+        }
+        other => other.map(|_| ()),
+    };
+    match result {
+        Ok(()) => Ok(Vec::new()),
         Err(e) => match refused(&input.doc, &e) {
             Some(problems) => Ok(problems),
-            None => Err(e).with_context(|| format!("creating {}", input.display())),
+            None => Err(e).with_context(|| format!("writing {}", input.display())),
         },
     }
+}
+
+type Key = (String, String, Option<String>, String);
+
+fn key(input: &Input) -> Key {
+    (
+        input.resource.group.clone(),
+        input.doc.kind().to_owned(),
+        input.namespace().map(str::to_owned),
+        input.doc.name().to_owned(),
+    )
+}
+
+/// "defined twice" for every document naming an object an earlier document names.
+fn duplicates(inputs: &[Input]) -> Vec<InvalidInput> {
+    let mut first: std::collections::BTreeMap<Key, &Input> = std::collections::BTreeMap::new();
+    let mut problems = Vec::new();
+    for input in inputs {
+        match first.get(&key(input)) {
+            Some(earlier) => problems.push(input.doc.invalid(
+                "metadata.name",
+                format!(
+                    "defined twice: {}: document {} defines the same object",
+                    earlier.doc.file.display(),
+                    earlier.doc.index
+                ),
+            )),
+            None => {
+                first.insert(key(input), input);
+            }
+        }
+    }
+    problems
+}
+
+/// The problems of one non-Namespace input; see step 3 of the module contract.
+async fn problems_of(
+    client: &Client,
+    strict: &mut Strict,
+    input: &Input,
+) -> Result<Vec<InvalidInput>> {
+    let (api_version, kind, value) = (input.doc.api_version(), input.doc.kind(), &input.doc.value);
+    let mut schema = strict.errors(api_version, kind, value);
+    schema.extend(validate::core_errors(api_version, kind, value));
+    let schema: Vec<InvalidInput> = schema
+        .into_iter()
+        .map(|e| input.doc.invalid(e.path, e.message))
+        .collect();
+    if !schema.is_empty() {
+        return Ok(schema);
+    }
+    let server = put(client, input, true).await?;
+    if !server.is_empty() {
+        return Ok(server);
+    }
+    Ok(validate::check(api_version, kind, value)
+        .into_iter()
+        .map(|e| input.doc.invalid(e.path, e.message))
+        .collect())
 }
 
 /// Checks and applies `docs`; see the module contract. Returns the inputs in apply order.
@@ -184,14 +262,21 @@ pub async fn apply(
             Err(e) => problems.push(e),
         }
     }
+    problems.extend(duplicates(&inputs));
     if !problems.is_empty() {
         return Err(InvalidInputs(problems).into());
     }
     inputs.sort_by_key(|i| priority(i.doc.kind()));
     let client = &env.client;
 
+    let mut strict = Strict::new(&super::env::crds());
     for input in inputs.iter().filter(|i| i.doc.kind() == "Namespace") {
-        problems.extend(create(client, input, false).await?);
+        let found = problems_of(client, &mut strict, input).await?;
+        if found.is_empty() {
+            problems.extend(put(client, input, false).await?);
+        } else {
+            problems.extend(found);
+        }
     }
     let mut namespaces: Vec<&str> = inputs.iter().filter_map(Input::namespace).collect();
     namespaces.extend_from_slice(extra_namespaces);
@@ -206,22 +291,13 @@ pub async fn apply(
         .filter(|i| i.doc.kind() != "Namespace")
         .collect();
     for input in &rest {
-        let schema = create(client, input, true).await?;
-        if schema.is_empty() {
-            problems.extend(
-                validate::check(input.doc.api_version(), input.doc.kind(), &input.doc.value)
-                    .into_iter()
-                    .map(|e| input.doc.invalid(e.path, e.message)),
-            );
-        } else {
-            problems.extend(schema);
-        }
+        problems.extend(problems_of(client, &mut strict, input).await?);
     }
     if !problems.is_empty() {
         return Err(InvalidInputs(problems).into());
     }
     for input in &rest {
-        let refused = create(client, input, false).await?;
+        let refused = put(client, input, false).await?;
         if !refused.is_empty() {
             return Err(InvalidInputs(refused).into());
         }
@@ -243,19 +319,4 @@ pub async fn apply(
         }
     }
     Ok(inputs)
-}
-
-/// The current object of `input`, when it exists.
-pub async fn current(client: &Client, input: &Input) -> Result<Option<DynamicObject>> {
-    input
-        .api(client)
-        .get_opt(input.doc.name())
-        .await
-        .with_context(|| format!("reading {}", input.display()))
-}
-
-/// `metadata.generation` and `status.observedGeneration` of an object.
-pub fn generations(object: &DynamicObject) -> (Option<i64>, Option<i64>) {
-    let observed = object.data["status"]["observedGeneration"].as_i64();
-    (object.metadata.generation, observed)
 }

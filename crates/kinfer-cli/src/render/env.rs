@@ -9,9 +9,18 @@
 
 use anyhow::{Context, Result};
 use gateway_api::httproutes::HttpRoute;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kinfer_testkit::TestCluster;
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 use kube::{Client, CustomResourceExt};
+
+/// Every CRD render installs: kinfer's, then the third-party kinds the operators create.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    let mut crds = kinfer_api::crds::all();
+    crds.extend(kinfer_api::third_party::crds());
+    crds.push(HttpRoute::crd());
+    crds
+}
 
 /// The cluster, a client for it and what it serves.
 pub struct Env {
@@ -38,14 +47,8 @@ impl Env {
             .await
             .context("starting the embedded test cluster")?;
         cluster
-            .install_crds(&kinfer_api::crds::all())
-            .context("installing kinfer's CRDs")?;
-        cluster
-            .install_crds(&kinfer_api::third_party::crds())
-            .context("installing the third-party CRDs")?;
-        cluster
-            .install_crds(&[HttpRoute::crd()])
-            .context("installing the HTTPRoute CRD")?;
+            .install_crds(&crds())
+            .context("installing the CRDs")?;
         let uri = cluster.url().parse().context("the test cluster's URL")?;
         let mut config = kube::Config::new(uri);
         "default".clone_into(&mut config.default_namespace);
@@ -64,8 +67,11 @@ impl Env {
 
     /// The served resource of `apiVersion`/`kind`, in any served version.
     pub fn resolve(&self, api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+        let gvk = kube::core::GroupVersionKind::gvk(
+            super::validate::group_of(api_version),
+            super::validate::version_of(api_version),
+            kind,
+        );
         self.discovery
             .resolve_gvk(&gvk)
             .map(|(ar, caps)| (ar, caps.scope == Scope::Namespaced))

@@ -3,8 +3,10 @@
 //! Contract: each PATH is a file or a directory. Directories are walked recursively in byte
 //! order of their entry names, taking files ending in `.yaml`, `.yml` or `.json` (except
 //! `kustomization.yaml`/`.yml`, which are kustomize's, not objects). Each file is one or more
-//! YAML documents (JSON is YAML); empty documents are skipped but still counted, so
-//! [`Document::index`] (1-based) is the position a user sees when counting `---` separators.
+//! YAML documents (JSON is YAML), split as kubectl splits them ([`split`]: a line `---`,
+//! optionally followed by spaces or a comment, ends a document; nothing between two
+//! separators is no document; a document of only comments or blank lines counts but is
+//! skipped), so [`Document::index`] (1-based) is the number kubectl would give it.
 //! Every document must be a mapping with string `apiVersion`, `kind` and `metadata.name`;
 //! anything else is an [`InvalidInput`] naming the file, the document and the field.
 
@@ -167,26 +169,73 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InvalidInput> {
     Ok(out)
 }
 
+/// Whether `line` (without its newline) is a document separator, as kubectl's YAML reader
+/// decides: `---` at the start, then only spaces or a comment.
+fn is_separator(line: &str) -> bool {
+    line.strip_prefix("---").is_some_and(|rest| {
+        let rest = rest.trim();
+        rest.is_empty() || rest.starts_with('#')
+    })
+}
+
+/// The documents of a YAML stream with their 1-based numbers; see the module contract. Each
+/// document's text is preceded by as many empty lines as the file had before it, so YAML
+/// errors name the line of the file.
+pub fn split(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut lines_before = 0;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        if is_separator(line.trim_end_matches(['\n', '\r'])) {
+            if !current.is_empty() {
+                let padded = "\n".repeat(lines_before) + &std::mem::take(&mut current);
+                out.push((out.len() + 1, padded));
+            }
+            lines_before = n + 1;
+        } else {
+            current.push_str(line);
+        }
+    }
+    if !current.is_empty() {
+        out.push((out.len() + 1, "\n".repeat(lines_before) + &current));
+    }
+    out
+}
+
+/// Whether a document holds only blank lines and comments.
+fn is_blank(document: &str) -> bool {
+    document
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+}
+
 /// Parses one file's documents; see the module contract.
 pub fn parse_file(file: &Path) -> Result<Vec<Document>, InvalidInput> {
-    let whole = |message: String| InvalidInput {
+    let text = std::fs::read_to_string(file).map_err(|e| InvalidInput {
         file: file.to_path_buf(),
         index: None,
         object: None,
         path: String::new(),
-        message,
-    };
-    let text = std::fs::read_to_string(file).map_err(|e| whole(format!("cannot read: {e}")))?;
-    let values: Vec<Value> =
-        serde_saphyr::from_multiple(&text).map_err(|e| whole(format!("not valid YAML: {e}")))?;
+        message: format!("cannot read: {e}"),
+    })?;
     let mut docs = Vec::new();
-    for (i, value) in values.into_iter().enumerate() {
+    for (index, document) in split(&text) {
+        if is_blank(&document) {
+            continue;
+        }
+        let value: Value = serde_saphyr::from_str(&document).map_err(|e| InvalidInput {
+            file: file.to_path_buf(),
+            index: Some(index),
+            object: None,
+            path: String::new(),
+            message: format!("not valid YAML: {e}"),
+        })?;
         if value.is_null() {
             continue;
         }
         let doc = Document {
             file: file.to_path_buf(),
-            index: i + 1,
+            index,
             value,
         };
         check_shape(&doc)?;
@@ -238,4 +287,26 @@ pub fn read(paths: &[PathBuf]) -> Result<Vec<Document>, InvalidInput> {
         docs.extend(parse_file(&file)?);
     }
     Ok(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_numbered_as_kubectl_numbers_them() {
+        let text = "---\n---\na: 1\n--- # second\n# only a comment\n---\nb: 2\n---\n";
+        let docs = split(text);
+        let numbers: Vec<usize> = docs.iter().map(|(n, _)| *n).collect();
+        assert_eq!(numbers, [1, 2, 3]);
+        assert_eq!(docs[0].1, "\n\na: 1\n");
+        assert!(is_blank(&docs[1].1));
+        assert_eq!(docs[2].1.trim_start(), "b: 2\n");
+        assert_eq!(docs[2].1.lines().count(), 7, "b is on line 7 of the file");
+        assert_eq!(split("a: 1").len(), 1);
+        assert!(split("").is_empty());
+        assert!(!is_separator("---x"));
+        assert!(!is_separator(" ---"));
+        assert!(is_separator("---  "));
+    }
 }

@@ -4,11 +4,15 @@
 //! Contract (ARCHITECTURE.md "The kinfer CLI"): read and check the inputs ([`input`],
 //! [`apply`], [`validate`]); start the embedded cluster with every CRD ([`env`]); add the
 //! `--set-gpus` Nodes ([`gpus`]); apply the inputs; start the three operators in-process
-//! ([`operators`]) with the simulated AIM discovery log ([`aim_discovery`]); wait until
-//! settled ([`settle`]); print every input and every object an operator wrote, cleaned and
-//! sorted ([`output`]). Invalid input exits with [`crate::exit::INVALID_INPUT`] before anything
-//! runs; not settling by `--timeout` prints what there is, says what was pending, and exits
-//! with [`crate::exit::PENDING`]. Nothing touches a real cluster.
+//! ([`operators`]) with the simulated AIM discovery log ([`aim_discovery`]) and an offline
+//! image inspector; wait until settled ([`settle`]); print every input and every object an
+//! operator wrote, cleaned and sorted ([`output`]); judge each input's status ([`verdict`]).
+//! Invalid input exits with [`crate::exit::INVALID_INPUT`] before anything runs. `--timeout`
+//! bounds the whole run (cluster start, apply, settle, output, stop): not settling by then
+//! prints what there is, says what was pending, and exits with [`crate::exit::PENDING`]
+//! ([`Pending`]); running out of time before the operators start prints nothing. Settled with
+//! an input in an error state prints the plan and exits with [`crate::exit::INPUT_ERROR`]
+//! ([`InputErrors`]). Nothing touches a real cluster or a registry.
 
 pub mod aim_discovery;
 pub mod apply;
@@ -19,11 +23,13 @@ pub mod operators;
 pub mod output;
 pub mod settle;
 pub mod validate;
+pub mod verdict;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -93,6 +99,26 @@ impl fmt::Display for Pending {
 
 impl std::error::Error for Pending {}
 
+/// Settled, but inputs are in an error state. `kinfer` exits with
+/// [`crate::exit::INPUT_ERROR`].
+#[derive(Debug, Clone)]
+pub struct InputErrors(pub Vec<String>);
+
+impl fmt::Display for InputErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rendered, but inputs are in an error state (see their status):"
+        )?;
+        for item in &self.0 {
+            write!(f, "\n  {item}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InputErrors {}
+
 /// The result of a render.
 #[derive(Debug, Clone)]
 pub struct Rendered {
@@ -104,6 +130,70 @@ pub struct Rendered {
     pub outcome: settle::Outcome,
     /// Inputs of kinfer kinds that no operator in this build reconciles.
     pub unreconciled: Vec<String>,
+    /// Input index → what its status says ([`verdict::judge`]), for reconciled inputs.
+    pub verdicts: BTreeMap<usize, verdict::Verdict>,
+}
+
+impl Rendered {
+    /// The exit-code error of this render: [`Pending`] when not settled, else [`InputErrors`]
+    /// when an input is in an error state, else none.
+    pub fn failure(&self) -> Option<anyhow::Error> {
+        if !self.outcome.settled {
+            return Some(
+                Pending {
+                    waited: self.outcome.elapsed,
+                    items: self.outcome.pending.clone(),
+                }
+                .into(),
+            );
+        }
+        let failed: Vec<String> = self
+            .verdicts
+            .iter()
+            .filter_map(|(&n, v)| match v {
+                verdict::Verdict::Failed(why) => {
+                    Some(format!("{}: {why}", self.inputs[n].display()))
+                }
+                _ => None,
+            })
+            .collect();
+        (!failed.is_empty()).then(|| InputErrors(failed).into())
+    }
+
+    /// Warns about inputs render could not evaluate without a registry.
+    pub fn warn_offline(&self, progress: &Progress) {
+        for (&n, v) in &self.verdicts {
+            if let verdict::Verdict::Offline(why) = v {
+                let input = &self.inputs[n];
+                let hint = if matches!(input.doc.kind(), "AIMModel" | "AIMClusterModel") {
+                    "give spec.imageMetadata (`kinfer inspect image REF` prints it) to render it"
+                } else {
+                    "it can only be tried on a cluster"
+                };
+                progress.warn(&format!(
+                    "{}: render does not contact registries, so this input cannot become Ready here; {hint} ({why})",
+                    input.display()
+                ));
+            }
+        }
+    }
+}
+
+/// The time left until `deadline` runs `work`, else [`Pending`] naming `step`.
+async fn bounded<T>(
+    deadline: Instant,
+    started: Instant,
+    step: &str,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout_at(deadline.into(), work).await {
+        Ok(result) => result,
+        Err(_) => Err(Pending {
+            waited: started.elapsed(),
+            items: vec![format!("{step} did not finish")],
+        }
+        .into()),
+    }
 }
 
 async fn add_gpu_nodes(client: &kube::Client, requests: &[gpus::GpuRequest]) -> Result<()> {
@@ -132,23 +222,40 @@ async fn add_gpu_nodes(client: &kube::Client, requests: &[gpus::GpuRequest]) -> 
     Ok(())
 }
 
+/// How much of `--timeout` is kept for collecting the output and stopping the operators.
+fn reserve(timeout: Duration) -> Duration {
+    (timeout / 10).min(Duration::from_secs(5))
+}
+
 /// Renders `paths`; see the module contract. Errors are [`input::InvalidInput`],
-/// [`input::InvalidInputs`] or runtime failures; a timeout is reported in the outcome.
+/// [`input::InvalidInputs`], [`Pending`] (out of time before the operators settled) or runtime
+/// failures; a settle timeout is reported in the outcome.
 pub async fn render(
     paths: &[PathBuf],
     options: &ClusterOptions,
     progress: &Progress,
 ) -> Result<Rendered> {
+    let begun = Instant::now();
+    let deadline = begun + options.timeout;
     let docs = input::read(paths)?;
     progress.note(&format!("read {} documents", docs.len()));
-    let env = env::Env::start().await?;
+    let env = bounded(
+        deadline,
+        begun,
+        "starting the embedded cluster",
+        env::Env::start(),
+    )
+    .await?;
     progress.note(&format!(
         "embedded cluster serving on {}",
         env.cluster.url()
     ));
-    add_gpu_nodes(&env.client, &options.gpus).await?;
     aim_discovery::install(&env.cluster, aim_discovery::models_by_image(&docs));
-    let inputs = apply::apply(&env, docs, &[operators::AIM_SYSTEM_NAMESPACE]).await?;
+    let inputs = bounded(deadline, begun, "applying the inputs", async {
+        add_gpu_nodes(&env.client, &options.gpus).await?;
+        apply::apply(&env, docs, &[operators::AIM_SYSTEM_NAMESPACE]).await
+    })
+    .await?;
     progress.note(&format!("applied {} inputs", inputs.len()));
 
     let unreconciled: Vec<String> = inputs
@@ -164,25 +271,39 @@ pub async fn render(
         ));
     }
 
-    let started = std::time::Instant::now();
-    let running = operators::Operators::start(&env.client).await?;
+    let started = Instant::now();
+    let running = bounded(
+        deadline,
+        begun,
+        "starting the operators",
+        operators::Operators::start(&env.client),
+    )
+    .await?;
     progress.note("operators started; waiting until nothing is left to reconcile");
     let outcome = settle::wait(
         &env.cluster,
         &env.client,
         &inputs,
         options.settle,
-        options.timeout,
+        deadline
+            .checked_sub(reserve(options.timeout))
+            .unwrap_or(deadline),
         started,
         progress,
     )
     .await?;
-    let objects = output::collect(&env, &inputs).await?;
-    if tokio::time::timeout(Duration::from_secs(5), running.stop())
+    let objects = bounded(
+        deadline,
+        begun,
+        "collecting the output",
+        output::collect(&env, &inputs),
+    )
+    .await?;
+    if tokio::time::timeout_at(deadline.into(), running.stop())
         .await
         .is_err()
     {
-        tracing::debug!("operators did not stop within 5s");
+        tracing::debug!("operators did not stop before --timeout");
     }
     progress.note(&format!(
         "{} after {}: {} objects",
@@ -194,12 +315,24 @@ pub async fn render(
         human(outcome.elapsed),
         objects.len()
     ));
-    Ok(Rendered {
+    let verdicts = settle::tracked(&inputs)
+        .into_iter()
+        .filter_map(|n| {
+            let object = objects
+                .iter()
+                .find(|o| output::is_object_of(o, &inputs[n]))?;
+            Some((n, verdict::judge(object)))
+        })
+        .collect();
+    let rendered = Rendered {
         inputs,
         objects,
         outcome,
         unreconciled,
-    })
+        verdicts,
+    };
+    rendered.warn_offline(progress);
+    Ok(rendered)
 }
 
 /// A multi-thread runtime on two workers (the CI machines have two cores).
@@ -222,13 +355,5 @@ pub fn run(args: &RenderArgs, progress: &Progress) -> Result<()> {
         .lock()
         .write_all(text.as_bytes())
         .context("writing to stdout")?;
-    if rendered.outcome.settled {
-        Ok(())
-    } else {
-        Err(Pending {
-            waited: rendered.outcome.elapsed,
-            items: rendered.outcome.pending,
-        }
-        .into())
-    }
+    rendered.failure().map_or(Ok(()), Err)
 }

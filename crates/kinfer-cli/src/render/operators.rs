@@ -4,49 +4,66 @@
 //! point with its default settings (the same defaults as its binary's flags), on the render
 //! client, with no metrics server, no leader election and all namespaces watched:
 //! - Zerfoo: `zerfoo_operator::controller::{engine, run}` (HTTPRoutes served);
-//! - ModelService: `modelservice_operator::controller::{context, run}` with the optional CRDs
-//!   detected once (render installs all of them before the operators start);
+//! - ModelService: `modelservice_operator::controller::run` with the optional CRDs followed by
+//!   [`kinfer_operator::CrdWatch`] (render installs all of them before the operators start);
 //! - AIM: `aim_operator::controllers::Operator::{start, run}` with the system namespace
 //!   `aim-system`.
 //!
-//! [`reconciled`] says which kinds have a controller here: an input of any other kinfer kind is
+//! [`reconciled`] says which kinds have a controller here (kinfer's CRDs but
+//! [`NOT_YET_RECONCILED`]): an input of any other kinfer kind is
 //! applied and printed but nothing reconciles it, and render says so. [`Operators::stop`]
 //! asks every controller to finish its in-flight reconciles and stop.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use anyhow::{Context, Result};
 use kinfer_state::metrics::Metrics;
 use kube::Client;
+use kube::discovery::ApiResource;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// The namespace the AIM operator runs discovery Jobs of cluster templates in.
 pub const AIM_SYSTEM_NAMESPACE: &str = aim_operator::context::DEFAULT_SYSTEM_NAMESPACE;
 
-/// Kinds an operator reconciles under render: `(group, kind)`.
-pub const RECONCILED: &[(&str, &str)] = &[
-    ("zerfoo.feza.ai", "ZerfooInferenceService"),
-    ("model.otterscale.io", "ModelService"),
-    ("aim.eai.amd.com", "AIMModel"),
-    ("aim.eai.amd.com", "AIMClusterModel"),
-    ("aim.eai.amd.com", "AIMServiceTemplate"),
-    ("aim.eai.amd.com", "AIMClusterServiceTemplate"),
-    ("aim.eai.amd.com", "AIMRuntimeConfig"),
-    ("aim.eai.amd.com", "AIMClusterRuntimeConfig"),
-    ("aim.eai.amd.com", "AIMClusterModelSource"),
-    ("aim.eai.amd.com", "AIMService"),
-];
-
-/// kinfer kinds that no operator in this build reconciles yet (AIM part 2).
+/// kinfer kinds that no operator in this build reconciles yet (the AIM caching controllers
+/// of AIM part 2). The one list to edit when a controller lands: every other kind of
+/// [`kinfer_api::crds::all`] has a controller here.
 pub const NOT_YET_RECONCILED: &[(&str, &str)] = &[
     ("aim.eai.amd.com", "AIMTemplateCache"),
     ("aim.eai.amd.com", "AIMArtifact"),
 ];
 
-/// Whether an operator reconciles `group`/`kind` under render.
+/// `(group, kind)` of every CRD kinfer defines.
+static KINFER_KINDS: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
+    kinfer_api::crds::all()
+        .into_iter()
+        .map(|crd| (crd.spec.group, crd.spec.names.kind))
+        .collect()
+});
+
+/// Whether an operator reconciles `group`/`kind` under render: one of kinfer's kinds, not in
+/// [`NOT_YET_RECONCILED`].
 pub fn reconciled(group: &str, kind: &str) -> bool {
-    RECONCILED.iter().any(|(g, k)| *g == group && *k == kind)
+    !not_yet_reconciled(group, kind) && KINFER_KINDS.iter().any(|(g, k)| g == group && k == kind)
+}
+
+/// The resource (served version) of every kind an operator reconciles under render.
+pub fn reconciled_resources() -> Vec<ApiResource> {
+    kinfer_api::crds::all()
+        .iter()
+        .filter(|crd| reconciled(&crd.spec.group, &crd.spec.names.kind))
+        .filter_map(|crd| {
+            let version = crd.spec.versions.iter().find(|v| v.served)?;
+            Some(ApiResource {
+                group: crd.spec.group.clone(),
+                version: version.name.clone(),
+                api_version: format!("{}/{}", crd.spec.group, version.name),
+                kind: crd.spec.names.kind.clone(),
+                plural: crd.spec.names.plural.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Whether `group`/`kind` is one of kinfer's kinds without a controller in this build.
@@ -56,12 +73,25 @@ pub fn not_yet_reconciled(group: &str, kind: &str) -> bool {
         .any(|(g, k)| *g == group && *k == kind)
 }
 
+/// The AIM operator's settings under render: the binary's defaults with an offline inspector,
+/// so no image inspection or repository listing ever leaves the process (models must carry
+/// `spec.imageMetadata`; the others report `RegistryOffline`).
+pub fn aim_settings() -> aim_operator::Settings {
+    aim_operator::Settings {
+        inspector: kinfer_oci::InspectorConfig {
+            offline: true,
+            ..kinfer_oci::InspectorConfig::default()
+        },
+        ..aim_operator::Settings::default()
+    }
+}
+
 /// The running controllers.
 #[derive(Debug)]
 pub struct Operators {
     stop: watch::Sender<bool>,
-    // Kept so the ModelService controllers never see the optional-CRD channel close.
-    _crds: watch::Sender<modelservice_operator::OptionalCrds>,
+    // The ModelService operator's optional-CRD watch (stops with `stop`).
+    optional: kinfer_operator::CrdWatch,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -95,20 +125,23 @@ impl Operators {
         )));
 
         // ModelService.
-        let detected = modelservice_operator::optional_crds::detect(client)
-            .await
-            .context("modelservice-operator optional CRD detection")?;
-        let (crds, crds_rx) = watch::channel(detected);
+        let optional = kinfer_operator::CrdWatch::start(
+            client,
+            &modelservice_operator::optional_crds::NAMES,
+            stop_rx.clone(),
+        )
+        .await
+        .context("modelservice-operator optional CRD detection")?;
         let pipeline = modelservice_operator::ModelServicePipeline::new(
             modelservice_operator::OperatorConfig::default(),
-            detected,
+            modelservice_operator::OptionalCrds::from_installed(&optional.current()),
         );
         tasks.push(tokio::spawn(modelservice_operator::controller::run(
             client.clone(),
             pipeline,
             Metrics::new(),
-            modelservice_operator::controller::ControllerOptions::default(),
-            crds_rx,
+            kinfer_operator::ControllerOptions::default(),
+            optional.subscribe(),
             stop_rx.clone(),
         )));
 
@@ -118,7 +151,7 @@ impl Operators {
             .context("aim-operator start-up check")?;
         let operator = aim_operator::controllers::Operator::start(
             client.clone(),
-            aim_operator::Settings::default(),
+            aim_settings(),
             Metrics::new(),
         )
         .context("aim-operator start")?;
@@ -126,7 +159,7 @@ impl Operators {
 
         Ok(Self {
             stop,
-            _crds: crds,
+            optional,
             tasks,
         })
     }
@@ -137,5 +170,6 @@ impl Operators {
         for task in self.tasks {
             let _ = task.await;
         }
+        self.optional.stopped().await;
     }
 }

@@ -13,7 +13,9 @@
 //!   `startTime`, ...) is set to [`EPOCH`], so schemas requiring it still hold.
 //!   `metadata.generation` and every `observedGeneration` are removed too: how many
 //!   intermediate specs an operator applied before settling depends on reconcile order, not
-//!   on the plan. Map keys are sorted, so the text is byte-stable run to run.
+//!   on the plan; so is every status field named `attempts` (how many tries a step took, e.g.
+//!   AIM discovery, depends on timing on a loaded machine). Map keys are sorted, so the text is
+//!   byte-stable run to run.
 //! - Objects are sorted by apiVersion, kind, namespace (cluster-scoped first), name.
 //! - [`to_yaml`]: one `---`-separated YAML document per object; [`to_json`]: one `v1` `List`.
 
@@ -21,10 +23,12 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, Result};
 use kube::api::{Api, DynamicObject, ListParams};
+use kube::discovery::ApiResource;
 use serde_json::{Map, Value, json};
 
 use super::apply::{Input, MANAGER};
 use super::env::Env;
+use super::validate::group_of;
 
 /// Field managers that are not operators.
 const NOT_OPERATORS: &[&str] = &[MANAGER, "kinfer-simulator", "kinfer-testkit"];
@@ -35,16 +39,10 @@ const SKIPPED_KINDS: &[&str] = &["Event", "Lease", "CustomResourceDefinition"];
 /// `(apiVersion group, kind, namespace, name)` of an object.
 type Key = (String, String, String, String);
 
-fn group(api_version: &str) -> String {
-    api_version
-        .rsplit_once('/')
-        .map_or(String::new(), |(g, _)| g.to_owned())
-}
-
 fn key_of(value: &Value) -> Key {
     let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     (
-        group(value["apiVersion"].as_str().unwrap_or_default()),
+        group_of(value["apiVersion"].as_str().unwrap_or_default()).to_owned(),
         s(&value["kind"]),
         s(&value["metadata"]["namespace"]),
         s(&value["metadata"]["name"]),
@@ -60,6 +58,26 @@ fn written_by_operator(value: &Value) -> bool {
         .any(|m| !NOT_OPERATORS.contains(&m))
 }
 
+/// Every object of `resource` in all namespaces, as JSON with its `apiVersion` and `kind`
+/// (list items carry neither).
+pub async fn list_all(client: &kube::Client, resource: &ApiResource) -> Result<Vec<Value>> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
+    let listed = api
+        .list(&ListParams::default())
+        .await
+        .with_context(|| format!("listing {}", resource.plural))?;
+    listed
+        .items
+        .into_iter()
+        .map(|object| {
+            let mut value = serde_json::to_value(&object)?;
+            value["apiVersion"] = json!(resource.api_version);
+            value["kind"] = json!(resource.kind);
+            Ok(value)
+        })
+        .collect()
+}
+
 /// Every input and every object an operator wrote, cleaned and sorted; see the contract.
 pub async fn collect(env: &Env, inputs: &[Input]) -> Result<Vec<Value>> {
     let input_keys: BTreeSet<Key> = inputs.iter().map(|i| key_of(&i.doc.value)).collect();
@@ -68,15 +86,7 @@ pub async fn collect(env: &Env, inputs: &[Input]) -> Result<Vec<Value>> {
         if SKIPPED_KINDS.contains(&resource.kind.as_str()) {
             continue;
         }
-        let api: Api<DynamicObject> = Api::all_with(env.client.clone(), &resource);
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .with_context(|| format!("listing {}", resource.plural))?;
-        for object in list.items {
-            let mut value = serde_json::to_value(&object)?;
-            value["apiVersion"] = json!(resource.api_version);
-            value["kind"] = json!(resource.kind);
+        for value in list_all(&env.client, &resource).await? {
             if input_keys.contains(&key_of(&value)) || written_by_operator(&value) {
                 out.push(clean(value));
             }
@@ -84,6 +94,11 @@ pub async fn collect(env: &Env, inputs: &[Input]) -> Result<Vec<Value>> {
     }
     sort(&mut out);
     Ok(out)
+}
+
+/// Whether the printed `object` is `input`'s (same group, kind, namespace and name).
+pub fn is_object_of(object: &Value, input: &Input) -> bool {
+    key_of(object) == key_of(&input.doc.value)
 }
 
 /// Sorts by apiVersion, kind, namespace, name.
@@ -122,6 +137,7 @@ fn drop_volatile(value: &mut Value) {
         Value::Object(map) => {
             map.remove("uid");
             map.remove("observedGeneration");
+            map.remove("attempts");
             for v in map.values_mut() {
                 if v.as_str().is_some_and(is_timestamp) {
                     *v = json!(EPOCH);
@@ -225,6 +241,7 @@ mod tests {
                           "ownerReferences": [{ "kind": "X", "name": "x", "uid": "u2" }] },
             "status": { "conditions": [{ "type": "Ready", "lastTransitionTime": "2024-01-02T03:04:05Z",
                                          "observedGeneration": 2 }],
+                        "discovery": { "attempts": 2, "specHash": "h" },
                         "observedGeneration": 2, "phase": "Running" }
         });
         let cleaned = clean(raw);
@@ -235,6 +252,7 @@ mod tests {
                 "metadata": { "name": "a",
                               "ownerReferences": [{ "kind": "X", "name": "x" }] },
                 "status": { "conditions": [{ "type": "Ready", "lastTransitionTime": EPOCH }],
+                            "discovery": { "specHash": "h" },
                             "phase": "Running" }
             })
         );

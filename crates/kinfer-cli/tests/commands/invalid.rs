@@ -64,3 +64,48 @@ fn a_missing_file_is_invalid_input_and_a_bad_flag_a_usage_error() {
     let out = kinfer(&["render", "-f", "x.yaml", "--set-gpus", "MI300X"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_misspelled_field_is_invalid_input_at_its_path() {
+    // The API server would prune `replica` silently and render a one-replica plan.
+    let text = "apiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: typo\nspec:\n  modelRef: m\n  replica: 3\n";
+    let stderr = refused("unknown.yaml", text);
+    assert!(stderr.contains("document 1"), "{stderr}");
+    assert!(stderr.contains("spec.replica: unknown field"), "{stderr}");
+    // Core kinds too: a misspelled `stringData` would leave the Secret empty.
+    let stderr = refused(
+        "unknown-core.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstrngData:\n  token: x\n",
+    );
+    assert!(
+        stderr.contains("document 1 (Secret default/s): strngData: unknown field"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn empty_documents_are_numbered_as_kubectl_numbers_them() {
+    // The leading `---` pairs hold nothing (no document); the comment-only one counts.
+    let text = format!(
+        "---\n---\n{VALID}---\n# nothing but a comment\n---\napiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: bad\nspec:\n  modelRef: m\n  canary:\n    modelRef: c\n    weight: 150\n"
+    );
+    let stderr = refused("empty-docs.yaml", &text);
+    assert!(
+        stderr.contains("document 3 (ZerfooInferenceService default/bad)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("spec.canary.weight"), "{stderr}");
+}
+
+#[test]
+fn an_object_defined_twice_names_both_documents() {
+    let zis = "apiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: twin\nspec:\n  modelRef: m\n";
+    let text = format!("{zis}---\n{zis}");
+    let stderr = refused("twice.yaml", &text);
+    assert!(stderr.contains("document 2"), "{stderr}");
+    assert!(stderr.contains("defined twice"), "{stderr}");
+    assert!(
+        stderr.contains("document 1 defines the same object"),
+        "{stderr}"
+    );
+}

@@ -7,6 +7,7 @@ mod demo;
 mod examples;
 mod explain;
 mod invalid;
+mod outcomes;
 mod render;
 
 use std::path::{Path, PathBuf};

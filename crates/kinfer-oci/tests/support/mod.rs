@@ -3,7 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod fixtures;
-pub mod images;
 pub mod proxy;
-pub mod registry;
 pub mod token;
+
+pub use kinfer_oci::test_support::{images, registry};

@@ -92,6 +92,7 @@ async fn serve(mut conn: TcpStream, log: &Mutex<Vec<TokenRequest>>) -> std::io::
                 v.replace("%3A", ":")
                     .replace("%2F", "/")
                     .replace("%2C", ",")
+                    .replace("%2A", "*")
             })
     };
     let basic = lines.find_map(|l| {

@@ -13,6 +13,9 @@
 //!   ServiceAccounts, ConfigMaps and Secrets, then RBAC roles and bindings, then storage, then
 //!   Services, then everything else (workloads and custom resources). The first failed apply
 //!   stops the step.
+//! - Fields a planned object releases ([`crate::DesiredObject::release`]) are left out of the
+//!   body of an object that exists, and handed over first while our manager still owns them
+//!   ([`crate::handover`]; the hand-over apply counts as an apply).
 //! - An object is applied only when [`crate::diff`] says it differs; when the body equals the
 //!   one last applied successfully, fields the server pruned do not count.
 //! - Deletions: planned deletions and orphans (of kinds that prune), only of objects listed as
@@ -27,6 +30,7 @@ use serde_json::Value;
 
 use super::Engine;
 use crate::apply::{self, ApplyError, ParentRef};
+use crate::handover::{self, FieldPath};
 use crate::metrics::WriteVerb;
 use crate::pipeline::{ChildKind, Children, ObjectKey, Observation, Pipeline, PlanResult};
 
@@ -62,6 +66,8 @@ struct Prepared {
     kind: ChildKind,
     body: Value,
     live: Option<DynamicObject>,
+    /// Fields to hand over before the apply (the body no longer sets them).
+    released: Vec<FieldPath>,
 }
 
 impl<P: Pipeline> Engine<P> {
@@ -159,12 +165,24 @@ impl<P: Pipeline> Engine<P> {
                 &observation.labels,
                 live.as_ref(),
             ) {
-                Ok((key, body)) => prepared.push(Prepared {
-                    key,
-                    kind: desired.kind.clone(),
-                    body,
-                    live,
-                }),
+                Ok((key, mut body)) => {
+                    // Released fields are sent only while the object does not exist.
+                    let released = if live.is_some() {
+                        for p in &desired.released {
+                            p.remove(&mut body);
+                        }
+                        desired.released.clone()
+                    } else {
+                        Vec::new()
+                    };
+                    prepared.push(Prepared {
+                        key,
+                        kind: desired.kind.clone(),
+                        body,
+                        live,
+                        released,
+                    });
+                }
                 Err(e) => out.errors.push(e),
             }
         }
@@ -176,10 +194,37 @@ impl<P: Pipeline> Engine<P> {
                 .cmp(&(apply_rank(&b.key.group, &b.key.kind), &b.key))
         });
         self.memory.retain_children(parent_key, &keep);
-        for p in &prepared {
+        for p in prepared {
+            let mut live = p.live;
+            if !p.released.is_empty()
+                && let Some(l) = live.take()
+            {
+                match handover::hand_over(
+                    &self.client,
+                    &p.kind,
+                    &p.key,
+                    l,
+                    &p.released,
+                    &scheme.manager,
+                )
+                .await
+                {
+                    Ok(h) => {
+                        if h.wrote {
+                            out.applied += 1;
+                            self.handles.writes(WriteVerb::Apply, 1);
+                        }
+                        live = Some(h.live);
+                    }
+                    Err(e) => {
+                        out.errors.push(e);
+                        return out;
+                    }
+                }
+            }
             let hash = body_hash(&p.body);
             let same_body = self.memory.applied(parent_key, &p.key) == Some(hash);
-            let unchanged = p.live.as_ref().is_some_and(|l| {
+            let unchanged = live.as_ref().is_some_and(|l| {
                 serde_json::to_value(l).is_ok_and(|lv| {
                     if same_body {
                         !crate::diff::needs_apply_pruned(&p.body, &lv, &scheme.manager)

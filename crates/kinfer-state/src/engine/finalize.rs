@@ -130,7 +130,12 @@ impl<P: Pipeline> Engine<P> {
         if !obj.finalizers().contains(&name) {
             return report;
         }
-        let cleanup = match self.namespace_terminating(obj).await {
+        let terminating = if self.pipeline.finalize_in_terminating_namespace() {
+            Ok(false)
+        } else {
+            self.namespace_terminating(obj).await
+        };
+        let cleanup = match terminating {
             Ok(true) => {
                 tracing::info!(
                     "namespace terminating or not readable; removing the finalizer without cleanup"

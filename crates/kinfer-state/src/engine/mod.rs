@@ -55,7 +55,7 @@ use crate::labels::LabelScheme;
 use crate::metrics::{ControllerMetrics, Metrics, WriteVerb};
 use crate::pipeline::{ChildKind, ObjectKey, Pipeline};
 use crate::status::{DEFAULT_INFRA_GRACE, OverallStatus};
-use crate::store::ChildStore;
+use crate::store::{ChildStore, OwnerIndex};
 use memory::Memory;
 
 /// How an engine behaves.
@@ -155,6 +155,7 @@ pub struct Engine<P: Pipeline> {
     events: Events,
     kinds: Vec<ChildKind>,
     store: Option<Arc<dyn ChildStore>>,
+    index: Option<Arc<OwnerIndex>>,
     memory: Memory,
 }
 
@@ -188,6 +189,7 @@ impl<P: Pipeline> Engine<P> {
             events,
             kinds,
             store: None,
+            index: None,
             memory: Memory::default(),
         }
     }
@@ -205,6 +207,21 @@ impl<P: Pipeline> Engine<P> {
     pub fn with_child_store(mut self, store: Arc<dyn ChildStore>) -> Self {
         self.store = Some(store);
         self
+    }
+
+    /// Serve children from `index` ([`Self::with_child_store`]) and keep it for the
+    /// controller wiring, which feeds it from its watches ([`crate::child_watch`],
+    /// [`Self::owner_index`]).
+    #[must_use]
+    pub fn with_owner_index(mut self, index: Arc<OwnerIndex>) -> Self {
+        self.store = Some(Arc::clone(&index) as Arc<dyn ChildStore>);
+        self.index = Some(index);
+        self
+    }
+
+    /// The index given to [`Self::with_owner_index`], for the watches that feed it.
+    pub fn owner_index(&self) -> Option<&Arc<OwnerIndex>> {
+        self.index.as_ref()
     }
 
     /// The pipeline.

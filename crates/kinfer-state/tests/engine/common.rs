@@ -38,6 +38,9 @@ pub struct ToySpec {
     /// Also own a Deployment `<toy>-web`.
     #[serde(default)]
     pub deployment: bool,
+    /// The Deployment releases `spec.replicas` to another controller (an HPA).
+    #[serde(default)]
+    pub release_replicas: bool,
     /// ConfigMap names the plan deletes explicitly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delete: Vec<String>,
@@ -255,10 +258,11 @@ impl Pipeline for ToyPipeline {
                 .push(DesiredObject::from_typed(&cm(shared.clone(), "shared"))?);
         }
         if toy.spec.deployment {
-            plan.apply
-                .push(DesiredObject::from_typed(&deployment(&child_name(
-                    toy, "web",
-                )))?);
+            let mut d = DesiredObject::from_typed(&deployment(&child_name(toy, "web")))?;
+            if toy.spec.release_replicas {
+                d = d.release(kinfer_state::FieldPath::parse("spec.replicas"));
+            }
+            plan.apply.push(d);
         }
         for name in &toy.spec.delete {
             plan.delete.push((

@@ -7,6 +7,7 @@
 
 mod common;
 mod faults;
+mod handover;
 mod objects;
 mod ownership;
 mod status;

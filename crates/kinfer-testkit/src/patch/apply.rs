@@ -10,7 +10,8 @@
 //!   still owns them, and so are the objects and items around them that nothing kept (a
 //!   dropped object goes whole, never leaf by leaf); keyed lists merge per item, atomic lists
 //!   are replaced.
-//! - The main endpoint tracks everything but `status`, the `/status` endpoint only `status`.
+//! - The main endpoint tracks everything but `status`, the `/status` endpoint only `status`,
+//!   `/scale` only `spec.replicas` (its entries conflict with the main endpoint's appliers).
 
 use serde_json::{Map, Value, json};
 
@@ -26,12 +27,25 @@ pub enum Part {
     Status,
     /// Everything (resources without a status subresource).
     Whole,
+    /// Only `spec.replicas`, through the `/scale` subresource ([`crate::scale`]).
+    Scale,
 }
 
 impl Part {
     fn subresource(self) -> &'static str {
-        if self == Self::Status { "status" } else { "" }
+        match self {
+            Self::Status => "status",
+            Self::Scale => "scale",
+            Self::Main | Self::Whole => "",
+        }
     }
+}
+
+/// Whether entries of subresources `a` and `b` own fields of the same part of an object:
+/// `status` entries own status; the main endpoint's and `/scale`'s own the rest (a `/scale`
+/// write owns the parent's `spec.replicas`, and conflicts with appliers of that field).
+fn same_fields(a: &str, b: &str) -> bool {
+    (a == "status") == (b == "status")
 }
 
 /// Who writes which part of an object, and how its lists merge.
@@ -90,6 +104,12 @@ pub fn tracked(obj: &Value, part: Part) -> Value {
     let Some(m) = obj.as_object() else {
         return Value::Object(out);
     };
+    if part == Part::Scale {
+        if let Some(r) = obj.pointer("/spec/replicas") {
+            out.insert("spec".to_owned(), json!({ "replicas": r }));
+        }
+        return Value::Object(out);
+    }
     for (k, v) in m {
         match (k.as_str(), part) {
             ("apiVersion" | "kind", _) | ("status", Part::Main) => {}
@@ -277,7 +297,7 @@ impl Managers {
         for e in self
             .0
             .iter()
-            .filter(|e| e.manager != manager && e.subresource == sub)
+            .filter(|e| e.manager != manager && same_fields(&e.subresource, sub))
         {
             for p in app_set.intersection(&e.set) {
                 // Item markers and set values are shared by every manager that applies them;
@@ -350,7 +370,8 @@ impl Managers {
         // Others lose fields whose value this apply changed (forced) or that no longer exist.
         // Entries of the other endpoint are untouched: their fields are not in this part.
         for e in &mut self.0 {
-            if e.subresource != sub || (e.manager == manager && e.operation == "Apply") {
+            if !same_fields(&e.subresource, sub) || (e.manager == manager && e.operation == "Apply")
+            {
                 continue;
             }
             e.set.retain(|p| {

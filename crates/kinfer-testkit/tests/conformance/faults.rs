@@ -113,3 +113,144 @@ async fn counters_by_verb_resource_and_code() {
     assert_eq!(c.counters().count("get", Some("widgets")), 2);
     assert_eq!(c.counters().writes(), 1);
 }
+
+/// Which of `n` GETs the cluster failed, in order.
+async fn failures(api: &kube::Api<kube::core::DynamicObject>, n: usize) -> Vec<bool> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(api.get("a").await.is_err());
+    }
+    out
+}
+
+#[tokio::test]
+async fn percentage_faults_fire_on_that_share_reproducibly_from_a_seed() {
+    let Some((c, client)) = local_cluster("injects faults").await else {
+        return;
+    };
+    create_widget(&client, "a", json!({"size": 1})).await;
+    let api = widgets(&client);
+    c.faults()
+        .inject(Fault::status("get", "widgets", 500).percent(10.0));
+    c.faults().seed(7);
+    let first = failures(&api, 400).await;
+    let failed = first.iter().filter(|f| **f).count();
+    // 10% of 400 is 40; a fair SplitMix64 sequence stays well inside 20..=60.
+    assert!((20..=60).contains(&failed), "{failed} of 400 failed");
+    assert_eq!(c.faults().fired(), failed as u64);
+    c.faults().seed(7);
+    assert_eq!(
+        failures(&api, 400).await,
+        first,
+        "same seed, same decisions"
+    );
+    c.faults().seed(8);
+    assert_ne!(
+        failures(&api, 400).await,
+        first,
+        "another seed, other decisions"
+    );
+}
+
+#[tokio::test]
+async fn a_percentage_rule_that_does_not_fire_keeps_its_budget_and_lets_later_rules_match() {
+    let Some((c, client)) = local_cluster("injects faults").await else {
+        return;
+    };
+    create_widget(&client, "a", json!({"size": 1})).await;
+    let api = widgets(&client);
+    c.faults()
+        .inject(Fault::status("get", "widgets", 500).percent(0.0).times(1));
+    c.faults()
+        .inject(Fault::status("get", "widgets", 404).times(1));
+    assert_eq!(status_code(&api.get("a").await.unwrap_err()), 404);
+    api.get("a").await.unwrap();
+    c.faults().clear();
+    c.faults()
+        .inject(Fault::status("get", "widgets", 500).percent(100.0).times(2));
+    assert_eq!(failures(&api, 3).await, [true, true, false]);
+}
+
+#[tokio::test]
+async fn an_injected_410_on_a_watch_is_an_expired_error_event() {
+    use futures::TryStreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let Some((c, client)) = local_cluster("injects faults").await else {
+        return;
+    };
+    let api = widgets(&client);
+    c.faults().inject(Fault::watch_gone("widgets").times(1));
+    let mut s = Box::pin(api.watch(&WatchParams::default(), "0").await.unwrap());
+    let first = tokio::time::timeout(Duration::from_secs(10), s.try_next())
+        .await
+        .expect("an answer in time")
+        .expect("a 200 stream");
+    match first {
+        Some(WatchEvent::Error(e)) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("{other:?}"),
+    }
+    let next = tokio::time::timeout(Duration::from_secs(10), s.try_next()).await;
+    assert!(matches!(next, Ok(Ok(None))), "the stream ends: {next:?}");
+    let snap = c.counters().snapshot();
+    assert_eq!(snap.get(&("watch".into(), "widgets".into(), 410)), Some(&1));
+    // The next watch is served again.
+    create_widget(&client, "a", json!({"size": 1})).await;
+    let mut s = Box::pin(api.watch(&WatchParams::default(), "0").await.unwrap());
+    let again = tokio::time::timeout(Duration::from_secs(10), s.try_next()).await;
+    assert!(
+        matches!(again, Ok(Ok(Some(WatchEvent::Added(_))))),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cut_watch_is_served_then_ends() {
+    use futures::TryStreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let Some((c, client)) = local_cluster("injects faults").await else {
+        return;
+    };
+    create_widget(&client, "a", json!({"size": 1})).await;
+    let api = widgets(&client);
+    c.faults()
+        .inject(Fault::cut_watch("widgets", Duration::from_millis(200)));
+    let started = Instant::now();
+    let mut s = Box::pin(api.watch(&WatchParams::default(), "0").await.unwrap());
+    let first = tokio::time::timeout(Duration::from_secs(10), s.try_next()).await;
+    assert!(
+        matches!(first, Ok(Ok(Some(WatchEvent::Added(_))))),
+        "{first:?}"
+    );
+    let end = tokio::time::timeout(Duration::from_secs(10), s.try_next()).await;
+    assert!(matches!(end, Ok(Ok(None))), "the watch was cut: {end:?}");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+}
+
+#[tokio::test]
+async fn a_410_on_continue_hits_only_later_pages() {
+    use kube::api::ListParams;
+    let Some((c, client)) = local_cluster("injects faults").await else {
+        return;
+    };
+    create_widget(&client, "a", json!({"size": 1})).await;
+    create_widget(&client, "b", json!({"size": 1})).await;
+    let api = widgets(&client);
+    c.faults().inject(Fault::continue_gone("widgets").times(1));
+    let first = api.list(&ListParams::default().limit(1)).await.unwrap();
+    let token = first.metadata.continue_.clone().expect("a second page");
+    let err = api
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap_err();
+    assert_eq!(status_code(&err), 410);
+    // Budget spent: the same token now works, and unpaged lists were never touched.
+    let second = api
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(second.items.len(), 1);
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        2
+    );
+}

@@ -17,6 +17,7 @@ mod faults;
 mod lifecycle;
 mod patch;
 mod runtime;
+mod scale;
 mod schema;
 mod secrets;
 mod simulator;

@@ -34,9 +34,10 @@ impl ModelState {
         match &self.metadata {
             Metadata::Spec(m)
             | Metadata::Inspected { metadata: m, .. }
-            | Metadata::Stale { metadata: m, .. } => Some(m),
+            | Metadata::Stale { metadata: m, .. }
+            | Metadata::Disabled(Some(m)) => Some(m),
             Metadata::Failed(_) => previous,
-            Metadata::Custom | Metadata::Disabled => None,
+            Metadata::Custom | Metadata::Disabled(None) => None,
         }
     }
 
@@ -66,9 +67,13 @@ pub fn metadata_health(m: &Metadata) -> ComponentHealth {
             "CustomModel",
             "custom model: weights from spec.modelSources".into(),
         ),
-        Metadata::Disabled => ready(
+        Metadata::Disabled(None) => ready(
             "ExtractionDisabled",
             "metadata extraction is disabled".into(),
+        ),
+        Metadata::Disabled(Some(_)) => ready(
+            "ExtractionDisabled",
+            "metadata extraction is disabled; keeping the metadata read earlier".into(),
         ),
         Metadata::Inspected { metadata, digest } => {
             let named = metadata

@@ -1,7 +1,8 @@
 //! Model fetch: the runtime config and the image metadata.
 //!
 //! Contract: reads only. The metadata comes from `spec.imageMetadata` (never contacting the
-//! registry), is skipped for custom models and when `discovery.extractMetadata=false`, and is
+//! registry), is skipped for custom models and when `discovery.extractMetadata=false` (which
+//! keeps what status recorded earlier: disabling extraction never prunes templates), and is
 //! otherwise read from the registry through the shared [`kinfer_oci::Inspector`] with the
 //! model's pull secrets (namespace of the model, operator namespace for cluster models). The
 //! inspector caches by digest and re-resolves the tag after its TTL, so a re-pushed tag is
@@ -23,8 +24,9 @@ pub enum Metadata {
     Spec(ImageMetadata),
     /// A custom model (`spec.modelSources`): no image metadata needed.
     Custom,
-    /// `spec.discovery.extractMetadata=false`.
-    Disabled,
+    /// `spec.discovery.extractMetadata=false`: the registry is not read; metadata read before
+    /// (in status) is kept, so the templates it implied are not pruned.
+    Disabled(Option<ImageMetadata>),
     /// Read from the registry.
     Inspected {
         /// The metadata.
@@ -62,6 +64,7 @@ pub fn oci_reason(e: &OciError) -> Reason {
         OciError::UnsupportedImage { .. } => "UnsupportedImage",
         OciError::Unauthorized { .. } => "ImageAuthFailure",
         OciError::NotFound { .. } => "ImageNotFound",
+        OciError::Offline { .. } => "RegistryOffline",
         _ => "RegistryUnavailable",
     })
 }
@@ -102,7 +105,7 @@ async fn metadata(
         return Metadata::Custom;
     }
     if spec.discovery.as_ref().is_some_and(|d| !d.extract_metadata) {
-        return Metadata::Disabled;
+        return Metadata::Disabled(previous.cloned());
     }
     let reference = match ImageReference::parse_spec(spec.image.trim()) {
         Ok(r) => r,

@@ -224,7 +224,8 @@ impl<K: ModelKind> Pipeline for ModelPipeline<K> {
         let md = match &state.metadata {
             Metadata::Spec(m)
             | Metadata::Inspected { metadata: m, .. }
-            | Metadata::Stale { metadata: m, .. } => Some(m.clone()),
+            | Metadata::Stale { metadata: m, .. }
+            | Metadata::Disabled(Some(m)) => Some(m.clone()),
             _ => None,
         };
         let mut build_error = None;

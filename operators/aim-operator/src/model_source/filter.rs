@@ -5,6 +5,14 @@
 //! `/`). Excludes are repository patterns. A filter's tag wins over version constraints; the
 //! filter's `versions` replace the source's; with constraints, tags that are not semantic
 //! versions (a leading `v` is allowed) are skipped; without, every tag is taken.
+//!
+//! Version constraints use the syntax of upstream's Go library (Masterminds/semver), which the
+//! `semver` crate only partly shares, so [`constraint`] translates: `||` alternatives,
+//! comparators separated by commas or spaces (`>=1.0, <2.0`, `>= 1.0 < 2.0`), hyphen ranges
+//! (`1.2 - 1.4` → `>=1.2, <=1.4`; a partial bound covers its patch releases), a `v` before the
+//! version, and a bare version meaning `=`
+//! (`1.2` matches 1.2.x); `~`, `^`, `x`/`*` wildcards and the comparison operators are the
+//! crate's, with the same meaning. `!=` and `~>` are not supported (an invalid constraint).
 
 use semver::{Version, VersionReq};
 
@@ -75,20 +83,94 @@ pub struct ConstraintError {
     pub reason: String,
 }
 
-/// Parses constraints.
-pub fn constraints(raw: &[String]) -> Result<Vec<VersionReq>, ConstraintError> {
-    raw.iter()
-        .map(|c| {
-            VersionReq::parse(c.trim()).map_err(|e| ConstraintError {
-                constraint: c.clone(),
-                reason: e.to_string(),
-            })
+/// One constraint: it holds when any alternative (`||`) holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Constraint(Vec<VersionReq>);
+
+impl Constraint {
+    /// Whether `v` satisfies it.
+    pub fn matches(&self, v: &Version) -> bool {
+        self.0.iter().any(|r| r.matches(v))
+    }
+}
+
+const OPERATORS: [&str; 7] = [">=", "<=", ">", "<", "=", "~", "^"];
+
+/// One comparator token in the `semver` crate's syntax: `v` dropped after the operator, a bare
+/// version made exact (`=`), wildcards left alone.
+fn comparator(token: &str) -> String {
+    let op = OPERATORS
+        .iter()
+        .find(|op| token.starts_with(*op))
+        .copied()
+        .unwrap_or("");
+    let version = token[op.len()..].trim();
+    let version = version
+        .strip_prefix(['v', 'V'])
+        .filter(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or(version);
+    let wildcard = version == "*" || version.split('.').any(|p| matches!(p, "x" | "X" | "*"));
+    let op = if op.is_empty() && !wildcard { "=" } else { op };
+    format!("{op}{version}")
+}
+
+/// One `||` alternative: hyphen range or comparators separated by commas and/or spaces.
+fn alternative(raw: &str) -> String {
+    let raw = raw.trim();
+    if let Some((low, high)) = raw.split_once(" - ") {
+        let bound = |v: &str| comparator(v.trim()).trim_start_matches('=').to_owned();
+        return format!(">={}, <={}", bound(low), bound(high));
+    }
+    let mut tokens: Vec<String> = Vec::new();
+    let mut pending_op = String::new();
+    for part in raw
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        if OPERATORS.contains(&part) {
+            pending_op.push_str(part);
+            continue;
+        }
+        tokens.push(comparator(&format!("{pending_op}{part}")));
+        pending_op.clear();
+    }
+    if !pending_op.is_empty() {
+        tokens.push(pending_op);
+    }
+    tokens.join(", ")
+}
+
+/// Parses one constraint (see the module contract).
+pub fn constraint(raw: &str) -> Result<Constraint, ConstraintError> {
+    let error = |reason: String| ConstraintError {
+        constraint: raw.to_owned(),
+        reason,
+    };
+    if raw.trim().is_empty() {
+        return Err(error("empty constraint".to_owned()));
+    }
+    raw.split("||")
+        .map(|alt| {
+            let translated = alternative(alt);
+            VersionReq::parse(&translated).map_err(|e| error(format!("{translated:?}: {e}")))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .map(Constraint)
+}
+
+/// Parses constraints.
+pub fn constraints(raw: &[String]) -> Result<Vec<Constraint>, ConstraintError> {
+    raw.iter().map(|c| constraint(c)).collect()
+}
+
+/// A tag as a semantic version (a leading `v` allowed).
+pub fn version_of(tag: &str) -> Option<Version> {
+    Version::parse(tag.strip_prefix('v').unwrap_or(tag)).ok()
 }
 
 /// The tags to take.
-pub fn select_tags(tags: &[String], explicit: Option<&str>, reqs: &[VersionReq]) -> Vec<String> {
+pub fn select_tags(tags: &[String], explicit: Option<&str>, reqs: &[Constraint]) -> Vec<String> {
     if let Some(t) = explicit {
         return tags.iter().filter(|x| wildcard(t, x)).cloned().collect();
     }
@@ -96,10 +178,7 @@ pub fn select_tags(tags: &[String], explicit: Option<&str>, reqs: &[VersionReq])
         return tags.to_vec();
     }
     tags.iter()
-        .filter(|t| {
-            Version::parse(t.strip_prefix('v').unwrap_or(t))
-                .is_ok_and(|v| reqs.iter().all(|r| r.matches(&v)))
-        })
+        .filter(|t| version_of(t).is_some_and(|v| reqs.iter().all(|r| r.matches(&v))))
         .cloned()
         .collect()
 }
@@ -130,5 +209,55 @@ mod tests {
         let reqs = constraints(&[">=0.8.5".into()]).unwrap();
         assert_eq!(select_tags(&tags, None, &reqs), ["0.8.5", "v0.9.0"]);
         assert_eq!(select_tags(&tags, None, &[]).len(), 4);
+    }
+
+    fn matching(c: &str) -> Vec<&'static str> {
+        let c = constraint(c).unwrap();
+        [
+            "0.9.0", "1.0.0", "1.1.5", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.4.1", "2.0.0",
+        ]
+        .into_iter()
+        .filter(|v| c.matches(&Version::parse(v).unwrap()))
+        .collect()
+    }
+
+    #[test]
+    fn masterminds_constraint_syntax() {
+        assert_eq!(
+            matching(">=1.0, <2.0"),
+            [
+                "1.0.0", "1.1.5", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.4.1"
+            ]
+        );
+        assert_eq!(
+            matching(">= 1.0 < 1.2"),
+            ["1.0.0", "1.1.5"],
+            "space separated"
+        );
+        assert_eq!(matching("~1.2"), ["1.2.0", "1.2.9"]);
+        assert_eq!(
+            matching("^1.2"),
+            ["1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.4.1"]
+        );
+        assert_eq!(
+            matching("1.2 - 1.4"),
+            ["1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.4.1"],
+            "a partial upper bound takes its patch releases"
+        );
+        assert_eq!(
+            matching("1.2 - 1.4.0"),
+            ["1.2.0", "1.2.9", "1.3.0", "1.4.0"]
+        );
+        assert_eq!(matching("<1.0 || >=2.0"), ["0.9.0", "2.0.0"]);
+        assert_eq!(
+            matching("1.2"),
+            ["1.2.0", "1.2.9"],
+            "bare: exact, wildcard patch"
+        );
+        assert_eq!(matching("1.4.x"), ["1.4.0", "1.4.1"]);
+        assert_eq!(matching(">=v1.4.1"), ["1.4.1", "2.0.0"]);
+        for bad in ["", "!=1.0", ">=one", "~>1.2"] {
+            assert!(constraint(bad).is_err(), "{bad:?}");
+        }
     }
 }

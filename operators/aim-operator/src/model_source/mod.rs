@@ -5,7 +5,7 @@
 //! the pipeline below plans AIMClusterModels without owner references (never deleted), named by
 //! `naming::aim::cluster_model_name`, labelled `aim.eai.amd.com/model-source` and
 //! `origin=auto-generated`, annotated with registry, repository and tag: the ones it already
-//! manages plus new ones until `maxModels`. Status: counts, `lastSyncTime`, `modelsLimitReached`
+//! manages plus new ones until `maxModels`, the newest versions first. Status: counts, `lastSyncTime`, `modelsLimitReached`
 //! and the `MaxModelsLimitReached` condition; requeue after `syncInterval`. A reconcile that
 //! is not due reads nothing and writes nothing.
 
@@ -132,16 +132,19 @@ fn choose(
             out.insert(n.clone(), i.clone());
         }
     }
-    let mut count = existing.len();
-    for (n, i) in named {
-        if count >= max {
-            break;
-        }
-        if let std::collections::btree_map::Entry::Vacant(e) = out.entry(n) {
-            e.insert(i);
-            count += 1;
-        }
-    }
+    // New models up to the limit, newest version first (tags that are not versions last),
+    // then by registry, repository and tag.
+    let mut fresh: Vec<(String, Image)> = named
+        .into_iter()
+        .filter(|(n, _)| !out.contains_key(n))
+        .collect();
+    fresh.sort_by(|(_, a), (_, b)| {
+        filter::version_of(&b.2)
+            .cmp(&filter::version_of(&a.2))
+            .then_with(|| a.cmp(b))
+    });
+    let room = max.saturating_sub(existing.len());
+    out.extend(fresh.into_iter().take(room));
     out
 }
 
@@ -358,5 +361,34 @@ mod tests {
         assert_eq!(parse_duration("x"), None);
         // Huge values are malformed, not a panic.
         assert_eq!(parse_duration("9999999999999999h"), None);
+    }
+
+    #[test]
+    fn max_models_keeps_the_newest_versions() {
+        let src: AIMClusterModelSource = serde_json::from_value(serde_json::json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMClusterModelSource",
+            "metadata": {"name": "s"},
+            "spec": {"registry": "ghcr.io", "maxModels": 2, "filters": [{"image": "org/aim"}]}
+        }))
+        .unwrap();
+        let images: Vec<Image> = ["0.8.5", "0.9.0", "0.10.0", "latest"]
+            .into_iter()
+            .map(|t| ("ghcr.io".to_owned(), "org/aim".to_owned(), t.to_owned()))
+            .collect();
+        let tags = |chosen: &BTreeMap<String, Image>| {
+            let mut t: Vec<String> = chosen.values().map(|i| i.2.clone()).collect();
+            t.sort();
+            t
+        };
+        let chosen = choose(&src, &images, &BTreeSet::new());
+        assert_eq!(
+            tags(&chosen),
+            ["0.10.0", "0.9.0"],
+            "not lexicographic (0.8.5 < 0.9.0)"
+        );
+        // A model it already manages stays, whatever its version; the rest fill up newest first.
+        let old = cluster_model_name("ghcr.io", "org/aim", "0.8.5").unwrap();
+        let chosen = choose(&src, &images, &BTreeSet::from([old.as_str().to_owned()]));
+        assert_eq!(tags(&chosen), ["0.10.0", "0.8.5"]);
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Contract: [`migrate`] moves the deprecated top-level `defaultStorageClassName` and
 //! `pvcHeadroomPercent` into `storage.*` when those are unset. [`merge`] overlays the
-//! namespace config on the cluster config: scalars and optional fields the namespace sets win,
+//! namespace config on the cluster config: scalars and optional fields the namespace sets win
+//! (also inside `storage`: a namespace that sets only the class keeps the cluster's headroom),
 //! `env` merges by name (`AIM_ENGINE_ARGS` deep-merged), routing annotations merge by key,
 //! label propagation and model defaults are taken whole from the namespace when it sets them.
 //! Pure.
@@ -10,23 +11,18 @@
 use kinfer_api::aim::AIMRuntimeConfigSpec;
 use kinfer_api::aim::common::{AIMRuntimeRoutingConfig, AIMStorageConfig};
 
-/// The spec with deprecated fields moved into `storage`.
+/// The spec with deprecated fields moved into `storage` where that leaves them unset.
 pub fn migrate(spec: &AIMRuntimeConfigSpec) -> AIMRuntimeConfigSpec {
     let mut out = spec.clone();
     let class = out.default_storage_class_name.take();
     let headroom = out.pvc_headroom_percent.take();
     if class.is_some() || headroom.is_some() {
-        let storage = out.storage.get_or_insert_with(|| AIMStorageConfig {
-            default_storage_class_name: None,
-            pvc_headroom_percent: headroom.unwrap_or(10),
-        });
+        let storage = out.storage.get_or_insert_with(AIMStorageConfig::default);
         if storage.default_storage_class_name.is_none() {
             storage.default_storage_class_name = class;
         }
-        if spec.storage.is_none()
-            && let Some(h) = headroom
-        {
-            storage.pvc_headroom_percent = h;
+        if storage.pvc_headroom_percent.is_none() {
+            storage.pvc_headroom_percent = headroom;
         }
     }
     out
@@ -53,7 +49,7 @@ pub fn merge(
                 default_storage_class_name: n
                     .default_storage_class_name
                     .or(c.default_storage_class_name),
-                pvc_headroom_percent: n.pvc_headroom_percent,
+                pvc_headroom_percent: n.pvc_headroom_percent.or(c.pvc_headroom_percent),
             }),
             (c, n) => n.or(c),
         },
@@ -117,7 +113,8 @@ mod tests {
         assert_eq!(routing.path_template.as_deref(), Some("/{.metadata.name}"));
         let storage = m.storage.unwrap();
         assert_eq!(storage.default_storage_class_name.as_deref(), Some("slow"));
-        assert_eq!(storage.pvc_headroom_percent, 10);
+        assert_eq!(storage.pvc_headroom_percent, None);
+        assert_eq!(storage.headroom_percent(), 10, "the default");
         assert_eq!(m.default_storage_class_name, None, "migrated");
     }
 
@@ -128,8 +125,42 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            migrate(&spec).storage.map(|s| s.pvc_headroom_percent),
+            migrate(&spec).storage.and_then(|s| s.pvc_headroom_percent),
             Some(25)
+        );
+    }
+
+    #[test]
+    fn headroom_survives_a_namespace_that_sets_only_the_class() {
+        let cluster = AIMRuntimeConfigSpec {
+            storage: Some(AIMStorageConfig {
+                default_storage_class_name: Some("slow".into()),
+                pvc_headroom_percent: Some(25),
+            }),
+            ..Default::default()
+        };
+        let ns = AIMRuntimeConfigSpec {
+            storage: Some(AIMStorageConfig {
+                default_storage_class_name: Some("fast".into()),
+                pvc_headroom_percent: None,
+            }),
+            ..Default::default()
+        };
+        let storage = merge(Some(&cluster), Some(&ns)).storage.unwrap();
+        assert_eq!(storage.default_storage_class_name.as_deref(), Some("fast"));
+        assert_eq!(storage.pvc_headroom_percent, Some(25));
+        // The deprecated top-level field of the namespace config counts as set, too.
+        let legacy_ns = AIMRuntimeConfigSpec {
+            pvc_headroom_percent: Some(40),
+            ..Default::default()
+        };
+        let storage = merge(Some(&cluster), Some(&legacy_ns)).storage.unwrap();
+        assert_eq!(
+            (
+                storage.default_storage_class_name.as_deref(),
+                storage.pvc_headroom_percent
+            ),
+            (Some("slow"), Some(40))
         );
     }
 }

@@ -6,10 +6,14 @@
 //! attempt or unusable output, with the retry time), and the `ServingRuntime` /
 //! `ClusterServingRuntime` child once the template can run. The profile and model sources are
 //! the new discovery result, the status' previous ones when already discovered, or the spec's
-//! inline sources.
+//! inline sources. A discovered template whose GPU is gone for now (a drained node) keeps its
+//! profile, its node affinity and its serving runtime: the GPU component says NotAvailable,
+//! nothing is pruned. A throttled template's message does not count running Jobs, so waiting
+//! for a slot writes no status.
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::NodeAffinity;
 use kinfer_api::aim::AIMModelSource;
 use kinfer_api::aim::template::{AIMDiscoveryState, AIMProfile};
 use kinfer_builders::discovery_job::DiscoveryInput;
@@ -42,6 +46,23 @@ pub struct TemplateState {
     pub model_sources: Vec<AIMModelSource>,
     /// Whether the serving runtime is planned.
     pub runtime_planned: bool,
+    /// The UID of the discovery Job whose attempt is counted (`status.discoveryJob.uid`).
+    pub job_uid: Option<String>,
+    /// The node affinity recorded earlier, kept while the GPU is not available now.
+    pub kept_affinity: Option<NodeAffinity>,
+}
+
+/// What the template's status recorded before this reconcile.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Previous<'a> {
+    /// `status.profile`.
+    pub profile: Option<&'a AIMProfile>,
+    /// `status.modelSources`.
+    pub model_sources: &'a [AIMModelSource],
+    /// `status.resolvedNodeAffinity`.
+    pub affinity: Option<&'a NodeAffinity>,
+    /// `status.discoveryJob.uid`.
+    pub job_uid: Option<&'a str>,
 }
 
 impl TemplateState {
@@ -51,6 +72,16 @@ impl TemplateState {
             self.decision,
             Decision::Skip(Skip::Done | Skip::Inline) | Decision::Succeeded(_)
         )
+    }
+
+    /// The node affinity pods of this template get: the available GPUs' now, else the one
+    /// recorded earlier.
+    pub fn node_affinity(&self) -> Option<&NodeAffinity> {
+        match &self.gpu {
+            Some(GpuAvailability::Available { affinity, .. }) => affinity.as_ref(),
+            Some(GpuAvailability::CpuOnly) => None,
+            _ => self.kept_affinity.as_ref(),
+        }
     }
 }
 
@@ -70,6 +101,11 @@ pub fn discovered_condition(state: &TemplateState) -> (bool, &'static str, Strin
             (true, "DiscoveryComplete", "profile discovered".into())
         }
         Decision::Skip(Skip::NoModel) => (false, "AwaitingModel", "waiting for the model".into()),
+        Decision::Skip(Skip::Upstream) => (
+            false,
+            "AwaitingUpstream",
+            "waiting for the runtime config".into(),
+        ),
         Decision::Skip(Skip::GpuUnavailable) => (
             false,
             "GPUNotAvailable",
@@ -100,7 +136,6 @@ fn failure_reason(reason: &str) -> &'static str {
 fn discovery_health(
     state: &TemplateState,
     errors: Vec<CategorizedError>,
-    active: usize,
     max: usize,
 ) -> ComponentHealth {
     let attempts = state
@@ -116,6 +151,11 @@ fn discovery_health(
             ComponentState::Pending,
             "AwaitingModel",
             "waiting for the model".into(),
+        ),
+        Decision::Skip(Skip::Upstream) => h(
+            ComponentState::Pending,
+            "AwaitingUpstream",
+            "discovery waits for the runtime config".into(),
         ),
         Decision::Skip(Skip::GpuUnavailable) => h(
             ComponentState::Pending,
@@ -140,14 +180,12 @@ fn discovery_health(
         Decision::Create => h(
             ComponentState::Progressing,
             "DiscoveryJobCreated",
-            format!("discovery job created (attempt {attempts})"),
+            "creating the discovery job".to_owned(),
         ),
         Decision::Throttled => h(
             ComponentState::Pending,
             "DiscoveryThrottled",
-            format!(
-                "{active} of {max} discovery jobs are running cluster-wide; waiting for a slot"
-            ),
+            format!("all {max} discovery slots are in use cluster-wide; waiting for a slot"),
         ),
         Decision::Failed { reason, retry_in } => {
             let when = retry_in.map_or_else(
@@ -203,11 +241,11 @@ fn gpu_health(gpu: &Result<GpuAvailability, CategorizedError>) -> ComponentHealt
 }
 
 /// Builds the state and components; `runtime_exists` says whether the serving runtime child
-/// exists, `previous` is the status' profile and model sources.
+/// exists, `previous` is what the status recorded.
 pub fn compose(
     fetched: Fetched,
     inline_sources: &[AIMModelSource],
-    previous: (Option<&AIMProfile>, &[AIMModelSource]),
+    previous: Previous<'_>,
     runtime_component: &'static str,
     runtime_exists: bool,
     max_active: usize,
@@ -235,13 +273,15 @@ pub fn compose(
     let (profile, model_sources) = match &fetched.decision {
         Decision::Succeeded(d) => (Some(d.profile.clone()), d.model_sources.clone()),
         Decision::Skip(Skip::Inline) => (None, inline_sources.to_vec()),
-        Decision::Skip(Skip::Done) => (previous.0.cloned(), previous.1.to_vec()),
+        Decision::Skip(Skip::Done) => (previous.profile.cloned(), previous.model_sources.to_vec()),
         _ => (None, Vec::new()),
     };
     let model = fetched.model.ok().flatten();
     let gpu = fetched.gpu.ok();
-    let runtime_planned =
-        model.is_some() && gpu.as_ref().is_some_and(GpuAvailability::is_available);
+    let gpu_available = gpu.as_ref().is_some_and(GpuAvailability::is_available);
+    // Discovered, GPU gone for now: the runtime stays (with the affinity recorded earlier).
+    let kept = fetched.decision == Decision::Skip(Skip::Done) && !gpu_available;
+    let runtime_planned = model.is_some() && (gpu_available || kept);
     let state = TemplateState {
         model,
         gpu,
@@ -252,13 +292,12 @@ pub fn compose(
         profile,
         model_sources,
         runtime_planned,
+        job_uid: fetched
+            .job_uid
+            .or_else(|| previous.job_uid.map(str::to_owned)),
+        kept_affinity: previous.affinity.cloned(),
     };
-    let discovery = discovery_health(
-        &state,
-        fetched.discovery_errors,
-        fetched.active_jobs,
-        max_active,
-    );
+    let discovery = discovery_health(&state, fetched.discovery_errors, max_active);
     let mut components = vec![rc_health, model_health, gpu_health, discovery];
     if state.runtime_planned {
         components.push(if runtime_exists {

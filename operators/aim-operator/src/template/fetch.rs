@@ -1,14 +1,20 @@
 //! Template fetch: everything the template depends on, and the discovery decision.
 //!
 //! Contract: reads only (the one side effect is reserving a discovery slot in the process-local
-//! [`crate::context::DiscoverySlots`] when a Job is about to be created). Reads the runtime
-//! config; the model (namespace templates: AIMModel, then AIMClusterModel; cluster templates:
-//! AIMClusterModel); the Nodes' labels when the template needs a GPU (informer cache when
-//! available); the discovery Job among the children and, when it succeeded and the template is
-//! not discovered yet, its pod's log; the running discovery Jobs cluster-wide (cache or list by
-//! label) to throttle at the configured cap. Errors are captured per item.
+//! [`crate::context::DiscoverySlots`] when a Job is about to be created, which happens only
+//! when every upstream dependency is resolved, i.e. when the engine will plan and apply it, and
+//! releasing it once the template's Job is no longer running).
+//! Reads the runtime config; the model (namespace templates: AIMModel, then AIMClusterModel;
+//! cluster templates: AIMClusterModel); the Nodes' labels when the template needs a GPU
+//! (informer cache when available); the discovery Job among the children; while it runs, its
+//! pod's container states (a pod that cannot pull its image or build its container config
+//! fails the attempt at once); when it succeeded and the template is not discovered yet, its
+//! pod's log (at most [`MAX_LOG_BYTES`]); the running discovery Jobs cluster-wide (cache or
+//! list by label) to throttle at the configured cap. Informer caches are waited for at most
+//! [`CACHE_WAIT`], then the API server is asked. Errors are captured per item.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -23,7 +29,7 @@ use kinfer_state::{CategorizeIn, CategorizedError, Direction, ErrorCategory, Fet
 use kube::api::{ListParams, LogParams};
 use kube::{Api, Client, ResourceExt};
 
-use super::discovery::{self, Decision, HashInput, JobSeen};
+use super::discovery::{self, Decision, JobSeen};
 use super::gpu::{self, GpuAvailability};
 use super::parse;
 use crate::context::Context;
@@ -32,6 +38,23 @@ use crate::runtime_config::resolve;
 /// The labels every discovery Job carries (`app.kubernetes.io/{name,component}`).
 pub const DISCOVERY_SELECTOR: &str =
     "app.kubernetes.io/name=aim-discovery,app.kubernetes.io/component=discovery";
+
+/// The most of a discovery pod's log that is read: the JSON profile is a few KiB; a longer log
+/// is cut here and then fails to parse (an invalid-output attempt), never fills memory.
+pub const MAX_LOG_BYTES: i64 = 1024 * 1024;
+
+/// How long a reconcile waits for an informer cache's first list before asking the API server.
+pub const CACHE_WAIT: Duration = Duration::from_secs(5);
+
+/// Container waiting reasons that mean the discovery pod will not start without a change (a
+/// fixed image, secret or config map): the attempt fails at once instead of holding a slot.
+const STUCK_REASONS: &[&str] = &[
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+];
 
 /// The model a template resolved to.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,8 +82,8 @@ pub struct Fetched {
     pub discovery: Option<AIMDiscoveryState>,
     /// Errors while observing discovery (Job, pods, log, active Jobs).
     pub discovery_errors: Vec<CategorizedError>,
-    /// Running discovery Jobs cluster-wide, for messages.
-    pub active_jobs: usize,
+    /// The UID of the discovery Job of the current name, when it exists.
+    pub job_uid: Option<String>,
 }
 
 /// Everything fetch needs to know about the template.
@@ -76,6 +99,8 @@ pub struct TemplateFacts<'a> {
     pub has_profile: bool,
     /// `status.discovery`.
     pub previous: Option<&'a AIMDiscoveryState>,
+    /// `status.discoveryJob.uid`: the Job whose attempt was counted last.
+    pub counted_uid: Option<&'a str>,
     /// The engine's field manager (the Job's `managed-by`).
     pub manager: &'a str,
 }
@@ -124,7 +149,7 @@ async fn node_labels(
     client: &Client,
 ) -> Result<Vec<BTreeMap<String, String>>, kube::Error> {
     if let Some(store) = &ctx.nodes
-        && store.wait_until_ready().await.is_ok()
+        && cache_ready(store).await
     {
         return Ok(store.state().iter().map(|n| n.labels().clone()).collect());
     }
@@ -132,6 +157,52 @@ async fn node_labels(
         .list(&ListParams::default())
         .await?;
     Ok(nodes.items.iter().map(|n| n.labels().clone()).collect())
+}
+
+/// Whether `store` has its first list, waiting at most [`CACHE_WAIT`] (a cache whose watch
+/// cannot start must not hang every reconcile: the caller asks the API server instead).
+async fn cache_ready<K>(store: &kube::runtime::reflector::Store<K>) -> bool
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    matches!(
+        tokio::time::timeout(CACHE_WAIT, store.wait_until_ready()).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Why a running discovery pod cannot start, from its container states (`None`: it may).
+pub fn stuck_reason(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+        .find_map(|w| {
+            let reason = w.reason.as_deref()?;
+            STUCK_REASONS.contains(&reason).then(|| {
+                match w
+                    .message
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                {
+                    Some(m) => format!("{reason}: {m}"),
+                    None => reason.to_owned(),
+                }
+            })
+        })
+}
+
+/// The pods of discovery Job `job`.
+async fn job_pods(client: &Client, namespace: &str, job: &str) -> Result<Vec<Pod>, kube::Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    Ok(pods
+        .list(&ListParams::default().labels(&format!("job-name={job}")))
+        .await?
+        .items)
 }
 
 /// Whether a Job finished: `Some(Ok(()))` succeeded, `Some(Err(why))` failed.
@@ -171,7 +242,7 @@ async fn discovery_jobs(
         (running, known)
     };
     if let Some(store) = &ctx.jobs
-        && store.wait_until_ready().await.is_ok()
+        && cache_ready(store).await
     {
         let state = store.state();
         let jobs: Vec<&Job> = state.iter().map(AsRef::as_ref).collect();
@@ -189,12 +260,8 @@ async fn read_log(
     namespace: &str,
     job: &str,
 ) -> Result<Option<String>, kube::Error> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let list = pods
-        .list(&ListParams::default().labels(&format!("job-name={job}")))
-        .await?;
+    let list = job_pods(client, namespace, job).await?;
     let Some(pod) = list
-        .items
         .iter()
         .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
     else {
@@ -202,9 +269,13 @@ async fn read_log(
     };
     let params = LogParams {
         container: Some("discovery".to_owned()),
+        limit_bytes: Some(MAX_LOG_BYTES),
         ..LogParams::default()
     };
-    pods.logs(&pod.name_any(), &params).await.map(Some)
+    Api::<Pod>::namespaced(client.clone(), namespace)
+        .logs(&pod.name_any(), &params)
+        .await
+        .map(Some)
 }
 
 fn infra(e: &kube::Error, what: &str) -> CategorizedError {
@@ -272,20 +343,6 @@ pub fn job_input(
     })
 }
 
-/// The discovery spec hash of a template and its model.
-pub fn hash_of(t: &AIMServiceTemplateSpecCommon, image: &str) -> String {
-    let gpu = t.parameters.hardware.as_ref().and_then(|h| h.gpu.as_ref());
-    discovery::spec_hash(HashInput {
-        model: &t.model_name,
-        image,
-        metric: t.parameters.metric.as_deref().unwrap_or_default(),
-        precision: t.parameters.precision.as_deref().unwrap_or_default(),
-        gpu_model: gpu.and_then(|g| g.model.as_deref()).unwrap_or_default(),
-        gpu_count: i64::from(gpu.and_then(|g| g.requests).unwrap_or_default()),
-        profile_id: t.profile_id.as_deref().unwrap_or_default(),
-    })
-}
-
 /// Reads and decides; see the module contract.
 pub async fn fetch(
     ctx: &Context,
@@ -331,22 +388,32 @@ pub async fn fetch(
             None
         }
     };
-    let hash = match &model {
-        Ok(Some(m)) => hash_of(t.spec, &m.spec.image),
-        _ => String::new(),
-    };
+    let hash = job.as_ref().map(discovery::spec_hash);
     let gpu_available = gpu.as_ref().is_ok_and(GpuAvailability::is_available);
     let inline = !t.spec.model_sources.is_empty();
-    let same_hash = t.previous.and_then(|p| p.spec_hash.as_deref()) == Some(hash.as_str());
+    let same_hash = t.previous.and_then(|p| p.spec_hash.as_deref()) == hash.as_deref();
+    // The plan is blocked while the runtime config does not resolve: no Job is wanted then.
+    let upstream_ok = resolve::resolve(&runtime_config).0.errors.is_empty();
     let mut seen = JobSeen::Absent;
+    let mut job_uid = None;
     if let Some(name) = &job_name
         && gpu_available
         && !inline
     {
         match children.fetch::<Job>(Some(job_namespace), name) {
             Ok(Some(j)) => {
+                job_uid.clone_from(&j.metadata.uid);
                 seen = match job_outcome(&j) {
-                    None => JobSeen::Running,
+                    None => match job_pods(client, job_namespace, name).await {
+                        Ok(pods) => pods
+                            .iter()
+                            .find_map(stuck_reason)
+                            .map_or(JobSeen::Running, JobSeen::Stuck),
+                        Err(e) => {
+                            discovery_errors.push(infra(&e, "read discovery pods"));
+                            JobSeen::Running
+                        }
+                    },
                     Some(Err(why)) => JobSeen::Failed(why),
                     Some(Ok(())) if t.has_profile && same_hash => JobSeen::Absent,
                     Some(Ok(())) => match read_log(client, job_namespace, name).await {
@@ -369,22 +436,30 @@ pub async fn fetch(
     let now = ctx.now();
     let (mut decision, mut bookkeeping) = discovery::decide(discovery::Inputs {
         model_ok: job_name.is_some(),
+        upstream_ok,
         gpu_available,
         inline,
         has_profile: t.has_profile,
         previous: t.previous,
-        hash: &hash,
+        hash: hash.as_deref(),
         job: seen,
+        job_uid: job_uid.as_deref(),
+        counted_uid: t.counted_uid,
         now,
         settings: &ctx.settings.discovery,
     });
-    let mut active = 0;
+    if let Some(name) = &job_name
+        && !matches!(decision, Decision::Create | Decision::Running)
+    {
+        // This template's Job is not running (finished, failed, dropped or not wanted): it
+        // holds no slot, even if the cache never saw it come and go.
+        ctx.slots.release(&format!("{job_namespace}/{name}"));
+    }
     if decision == Decision::Create
         && let Some(name) = &job_name
     {
         match discovery_jobs(ctx, client).await {
             Ok((running, known)) => {
-                active = running.len();
                 let key = format!("{job_namespace}/{name}");
                 let s = &ctx.settings.discovery;
                 if !ctx.slots.try_reserve(
@@ -414,6 +489,48 @@ pub async fn fetch(
         decision,
         discovery: bookkeeping,
         discovery_errors,
-        active_jobs: active,
+        job_uid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(status: serde_json::Value) -> Pod {
+        let mut pod = serde_json::json!({"metadata": {"name": "p"}});
+        pod["status"] = status;
+        serde_json::from_value(pod).unwrap()
+    }
+
+    #[test]
+    fn pods_that_cannot_start_are_stuck() {
+        let waiting = |reason: &str, message: &str| {
+            pod(
+                serde_json::json!({"phase": "Pending", "containerStatuses": [{
+                "name": "discovery", "image": "i", "imageID": "", "ready": false,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": reason, "message": message}}}]}),
+            )
+        };
+        assert_eq!(
+            stuck_reason(&waiting("ImagePullBackOff", "back-off pulling i")),
+            Some("ImagePullBackOff: back-off pulling i".into())
+        );
+        assert_eq!(
+            stuck_reason(&waiting("CreateContainerConfigError", " ")),
+            Some("CreateContainerConfigError".into())
+        );
+        assert_eq!(stuck_reason(&waiting("ContainerCreating", "")), None);
+        assert_eq!(
+            stuck_reason(&pod(serde_json::json!({"phase": "Running"}))),
+            None
+        );
+        let init = pod(
+            serde_json::json!({"phase": "Pending", "initContainerStatuses": [{
+            "name": "init", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ErrImagePull"}}}]}),
+        );
+        assert_eq!(stuck_reason(&init), Some("ErrImagePull".into()));
     }
 }

@@ -44,7 +44,6 @@ use serde::de::DeserializeOwned;
 use self::compose::TemplateState;
 use self::discovery::Decision;
 use self::fetch::{Fetched, TemplateFacts};
-use self::gpu::GpuAvailability;
 use crate::context::Context;
 use crate::scheme;
 
@@ -187,13 +186,10 @@ fn runtime_input<K: TemplateKind>(
             resource_name: Some(g.resource_name.clone()),
         })
     });
-    let node_affinity: Option<NodeSelector> = match &state.gpu {
-        Some(GpuAvailability::Available { affinity, .. }) => affinity.as_ref().and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .clone()
-        }),
-        _ => None,
-    };
+    let node_affinity: Option<NodeSelector> = state.node_affinity().and_then(|a| {
+        a.required_during_scheduling_ignored_during_execution
+            .clone()
+    });
     let mut secrets: Vec<String> = model
         .spec
         .image_pull_secrets
@@ -254,6 +250,9 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
             spec: object.common(),
             has_profile: status.is_some_and(|s| s.profile.is_some()),
             previous: status.and_then(|s| s.discovery.as_ref()),
+            counted_uid: status
+                .and_then(|s| s.discovery_job.as_ref())
+                .and_then(|r| r.uid.as_deref()),
             manager: &manager,
         };
         fetch::fetch(&self.ctx, client, facts, children).await
@@ -269,15 +268,20 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
         let runtime_exists = children
             .fetch::<K::Runtime>(object.meta().namespace.as_deref(), &object.name_any())
             .is_ok_and(|r| r.is_some());
+        let previous = compose::Previous {
+            profile: status.and_then(|s| s.profile.as_ref()),
+            model_sources: status
+                .map(|s| s.model_sources.as_slice())
+                .unwrap_or_default(),
+            affinity: status.and_then(|s| s.resolved_node_affinity.as_ref()),
+            job_uid: status
+                .and_then(|s| s.discovery_job.as_ref())
+                .and_then(|r| r.uid.as_deref()),
+        };
         let (state, components) = compose::compose(
             fetched,
             &object.common().model_sources,
-            (
-                status.and_then(|s| s.profile.as_ref()),
-                status
-                    .map(|s| s.model_sources.as_slice())
-                    .unwrap_or_default(),
-            ),
+            previous,
             K::RUNTIME_COMPONENT,
             runtime_exists,
             self.ctx.settings.discovery.max_active,
@@ -326,6 +330,8 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
             | Decision::Backoff { retry_in: d, .. } => Some(*d),
             Decision::Failed { retry_in: None, .. } => Some(Duration::from_secs(1)),
             Decision::Throttled => Some(s.throttle_recheck),
+            // Pods are not watched: a running Job's pod is checked for a stuck start this often.
+            Decision::Running => Some(s.pod_recheck),
             _ => None,
         };
         Ok(plan)
@@ -370,7 +376,7 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
                     name: Some(job.name_any()),
                     namespace: job.namespace(),
                     scope: None,
-                    uid: None,
+                    uid: state.job_uid.clone(),
                 }),
             _ => None,
         };
@@ -385,10 +391,7 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
             resolved_cache: previous.and_then(|p| p.resolved_cache.clone()),
             resolved_hardware: hw,
             resolved_model: state.model.as_ref().map(|m| m.reference.clone()),
-            resolved_node_affinity: match &state.gpu {
-                Some(GpuAvailability::Available { affinity, .. }) => affinity.clone(),
-                _ => None,
-            },
+            resolved_node_affinity: state.node_affinity().cloned(),
             resolved_runtime_config: state.runtime_config.as_ref().map(|r| r.reference.clone()),
             status: scheme::phase(status),
         };
@@ -422,6 +425,7 @@ pub fn discovery_job_name(
         spec,
         has_profile: false,
         previous: None,
+        counted_uid: None,
         manager: &manager,
     };
     let ns = namespace.unwrap_or(&ctx.settings.system_namespace);

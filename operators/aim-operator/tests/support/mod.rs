@@ -223,4 +223,5 @@ pub fn condition<'a>(
 ) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
     conditions.iter().find(|c| c.type_ == type_)
 }
-pub mod registry;
+#[allow(unused_imports)] // not every test binary pushes images
+pub use kinfer_oci::test_support::{images, registry};

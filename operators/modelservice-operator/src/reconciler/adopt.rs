@@ -18,11 +18,17 @@ use kinfer_api::modelservice::ModelService;
 use kinfer_builders::labels::{self, otterscale};
 use kinfer_builders::naming;
 use kube::ResourceExt;
-use kube::core::DynamicObject;
+use kube::core::{DynamicObject, ObjectMeta};
 
 /// Whether `live` may be taken over for `ms`; see the module contract.
 pub fn adoptable(ms: &ModelService, live: &DynamicObject) -> bool {
-    let Some(l) = live.metadata.labels.as_ref() else {
+    adoptable_meta(ms, &live.metadata)
+}
+
+/// [`adoptable`] from an object's metadata (typed objects, e.g. upstream's cluster RBAC the
+/// finalizer removes).
+pub fn adoptable_meta(ms: &ModelService, meta: &ObjectMeta) -> bool {
+    let Some(l) = meta.labels.as_ref() else {
         return false;
     };
     let is = |k: &str, v: &str| l.get(k).is_some_and(|x| x == v);
@@ -44,8 +50,7 @@ pub fn adoptable(ms: &ModelService, live: &DynamicObject) -> bool {
         return false;
     }
     let uid = ms.uid();
-    !live
-        .metadata
+    !meta
         .owner_references
         .iter()
         .flatten()

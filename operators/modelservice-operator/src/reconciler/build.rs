@@ -39,12 +39,15 @@ pub struct Desired {
     pub names: Names,
     /// Builder warnings (a user-set accelerator count).
     pub warnings: Vec<String>,
+    /// An owned object of a kind the controllers do not watch (the token Secret) is planned:
+    /// the plan asks for a periodic recheck.
+    pub unwatched: bool,
 }
 
-/// Builds every object; `cluster_rbac_conflict` leaves out a ClusterRole whose name another
-/// namespace's Endpoint Picker already holds (NOTES section b row 17: upstream's name is
-/// ambiguous).
-pub fn build(r: &Resolved, cluster_rbac_conflict: bool) -> Result<Desired, BuildError> {
+/// Builds every object; the metrics-auth ClusterRole and ClusterRoleBinding only with
+/// `cluster_rbac` (false while the finalizer is missing, or when another ModelService holds
+/// the name: NOTES section b row 17, upstream's name is ambiguous).
+pub fn build(r: &Resolved, cluster_rbac: bool) -> Result<Desired, BuildError> {
     let mut d = Desired::default();
     let decode = deployment::model_deployment(&r.decode)?;
     d.warnings.extend(
@@ -81,6 +84,7 @@ pub fn build(r: &Resolved, cluster_rbac_conflict: bool) -> Result<Desired, Build
     d.owned
         .push(DesiredObject::from_typed(&bundle.role_binding)?);
     if let Some(secret) = &bundle.token_secret {
+        d.unwatched = true;
         d.owned.push(DesiredObject::from_typed(secret)?);
     }
     if let Some(sm) = &bundle.service_monitor {
@@ -91,7 +95,7 @@ pub fn build(r: &Resolved, cluster_rbac_conflict: bool) -> Result<Desired, Build
     }
     if let (Some(role), Some(binding)) = (&bundle.cluster_role, &bundle.cluster_role_binding) {
         d.names.cluster_rbac = Some(name_of(&role.metadata));
-        if !cluster_rbac_conflict {
+        if cluster_rbac {
             d.cluster.push(DesiredObject::from_typed(role)?);
             d.cluster.push(DesiredObject::from_typed(binding)?);
         }

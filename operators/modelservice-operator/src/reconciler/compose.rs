@@ -4,7 +4,8 @@
 //! resolved and built into the desired objects (kept in [`State`] for plan); each component is
 //! judged from the listed children: `Decode`, `Prefill`, `EndpointPicker`, `InferencePool`,
 //! `HTTPRoute`, `Monitoring`, `DestinationRule` (provider istio) and `MetricsAuth` (only on a
-//! cluster RBAC name clash). A component whose CRD is missing is `Degraded` with reason
+//! cluster RBAC name clash or read error). The cluster RBAC is desired only while the object
+//! carries the finalizer and wants it ([`resolve::wants_cluster_rbac`]). A component whose CRD is missing is `Degraded` with reason
 //! `CRDNotInstalled` and **no error**, so the engine still applies everything else.
 
 use gateway_api::httproutes::HttpRoute;
@@ -21,7 +22,7 @@ use kube::ResourceExt;
 use serde_json::Value;
 
 use super::build::{self, Desired};
-use super::fetch::{self, Fetched};
+use super::fetch::{self, ClusterRbacOwner, Fetched};
 use super::resolve;
 use crate::config::{OperatorConfig, Provider};
 use crate::optional_crds::OptionalCrds;
@@ -73,6 +74,12 @@ pub mod components {
     /// The metrics-auth cluster RBAC (reported only when its name is taken).
     pub const METRICS_AUTH: &str = "MetricsAuth";
 }
+
+/// The reason of `MetricsAuthReady` False when another ModelService holds the cluster RBAC
+/// name.
+pub const CLUSTER_RBAC_CONFLICT: &str = "ClusterRBACConflict";
+/// The engine's condition of the [`components::METRICS_AUTH`] component.
+pub const METRICS_AUTH_CONDITION: &str = "MetricsAuthReady";
 
 fn crd_missing(component: &'static str, crds: &str) -> ComponentHealth {
     ComponentHealth::with_state(
@@ -127,27 +134,26 @@ pub fn compose(
     let ns = ms.namespace();
     let ns = ns.as_deref();
 
-    // The cluster RBAC name is upstream's, ambiguous across namespaces: only a binding to this
-    // namespace's EPP ServiceAccount is ours.
+    // The cluster RBAC name is upstream's, ambiguous across namespaces: a binding whose parent
+    // labels name another ModelService (or that binds another Endpoint Picker) is left alone.
     let mut conflict = false;
     match &fetched.cluster_binding {
-        Some(Ok(Some(binding))) => {
-            let sa = fetch::epp_name(ms).unwrap_or_default();
-            if !fetch::binding_is_ours(binding, ns.unwrap_or_default(), &sa) {
-                conflict = true;
-                components.push(
-                    ComponentHealth::with_state(
-                        components::METRICS_AUTH,
-                        ComponentState::Degraded,
-                        Reason::custom("ClusterRBACConflict"),
-                        format!(
-                            "ClusterRoleBinding {} binds another namespace's Endpoint Picker; it is left alone and this Endpoint Picker's metrics need their own RBAC",
-                            binding.name_any()
-                        ),
-                    )
-                    .downstream(),
-                );
-            }
+        Some(Ok(Some(binding)))
+            if fetch::cluster_rbac_owner(binding, ms) == ClusterRbacOwner::Other =>
+        {
+            conflict = true;
+            components.push(
+                ComponentHealth::with_state(
+                    components::METRICS_AUTH,
+                    ComponentState::Degraded,
+                    Reason::custom(CLUSTER_RBAC_CONFLICT),
+                    format!(
+                        "ClusterRoleBinding {} belongs to another ModelService; it is left alone and this Endpoint Picker's metrics need their own RBAC",
+                        binding.name_any()
+                    ),
+                )
+                .downstream(),
+            );
         }
         Some(Err(e)) => components.push(
             ComponentHealth::new(components::METRICS_AUTH)
@@ -159,6 +165,10 @@ pub fn compose(
         ),
         _ => {}
     }
+    // Cluster RBAC is applied only while the finalizer that removes it is on the object (the
+    // engine adds it first, so a new ModelService gets its cluster RBAC one reconcile later).
+    let cluster_rbac =
+        !conflict && resolve::wants_cluster_rbac(config, ms) && crate::finalizer::has_finalizer(ms);
 
     let resolved = match resolve::resolve(ms, config, crds) {
         Ok(r) => r,
@@ -170,7 +180,7 @@ pub fn compose(
             };
         }
     };
-    let desired = match build::build(&resolved, conflict) {
+    let desired = match build::build(&resolved, cluster_rbac) {
         Ok(d) => d,
         Err(e) => {
             state.invalid = Some(e.to_string());

@@ -2,17 +2,17 @@
 //!
 //! Contract: reads only, never fails as a whole (errors are kept per item). It snapshots the
 //! optional CRDs once, so compose and plan of one reconcile agree, and reads the Endpoint
-//! Picker's ClusterRoleBinding by name: cluster-scoped objects carry no parent label, so the
-//! engine does not list them, and their name (`<namespace>-<epp>`) is ambiguous across
-//! namespaces, so the binding's subject decides whether it is ours.
+//! Picker's ClusterRoleBinding by name: the engine lists only namespaced children, and the
+//! name (`<namespace>-<epp>`) is ambiguous across namespaces (`a-b`/`c` and `a`/`b-c` both give
+//! `a-b-c-epp`), so [`cluster_rbac_owner`] decides from the binding's parent labels whether it
+//! is this ModelService's.
 
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kinfer_api::modelservice::ModelService;
-use kinfer_builders::naming;
+use kinfer_builders::{labels, naming};
 use kinfer_state::health::FetchResult;
 use kube::{Api, Client, ResourceExt};
 
-use super::resolve::wants_cluster_rbac;
 use crate::config::OperatorConfig;
 use crate::optional_crds::OptionalCrds;
 
@@ -41,12 +41,51 @@ pub fn epp_name(ms: &ModelService) -> Option<String> {
         .map(|n| n.to_string())
 }
 
+/// Whose a live metrics-auth ClusterRoleBinding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterRbacOwner {
+    /// Its parent labels name this ModelService.
+    This,
+    /// It carries no parent labels and binds nothing but this ModelService's Endpoint Picker
+    /// (created by upstream's operator, or by kinfer before the labels): adopted, and labelled
+    /// by the next apply.
+    Unlabelled,
+    /// Another ModelService's (its labels name another parent, or it binds another
+    /// namespace's ServiceAccount): left alone.
+    Other,
+}
+
 /// True when `binding` binds nothing but `namespace`'s ServiceAccount `sa` (or nothing at
-/// all): the object is ours to overwrite or delete.
-pub fn binding_is_ours(binding: &ClusterRoleBinding, namespace: &str, sa: &str) -> bool {
+/// all).
+fn binds_only(binding: &ClusterRoleBinding, namespace: &str, sa: &str) -> bool {
     binding.subjects.iter().flatten().all(|s| {
         s.kind == "ServiceAccount" && s.name == sa && s.namespace.as_deref() == Some(namespace)
     })
+}
+
+/// Whose `binding` is, seen from `ms`; see [`ClusterRbacOwner`].
+pub fn cluster_rbac_owner(binding: &ClusterRoleBinding, ms: &ModelService) -> ClusterRbacOwner {
+    let namespace = ms.namespace().unwrap_or_default();
+    let meta = &binding.metadata;
+    if let Some((ns, name)) = labels::parent_ref(meta) {
+        return if ns == namespace && name == ms.name_any() {
+            ClusterRbacOwner::This
+        } else {
+            ClusterRbacOwner::Other
+        };
+    }
+    let labelled = meta.labels.as_ref().is_some_and(|l| {
+        l.contains_key(labels::PARENT_NAME) || l.contains_key(labels::PARENT_NAMESPACE)
+    }) || meta
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(labels::PARENT_ANNOTATION));
+    let sa = epp_name(ms).unwrap_or_default();
+    if !labelled && binds_only(binding, &namespace, &sa) {
+        ClusterRbacOwner::Unlabelled
+    } else {
+        ClusterRbacOwner::Other
+    }
 }
 
 /// Reads the dependencies of `ms`.
@@ -56,7 +95,7 @@ pub async fn fetch(
     config: &OperatorConfig,
     crds: OptionalCrds,
 ) -> Fetched {
-    let cluster_binding = match (wants_cluster_rbac(config), cluster_rbac_name(ms)) {
+    let cluster_binding = match (config.metrics_endpoint_auth, cluster_rbac_name(ms)) {
         (true, Some(name)) => Some(
             Api::<ClusterRoleBinding>::all(client.clone())
                 .get_opt(&name)

@@ -19,7 +19,7 @@ pub mod status;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kinfer_api::modelservice::ModelService;
@@ -138,14 +138,16 @@ impl ModelServicePipeline {
     }
 }
 
-/// The kinds a ModelService owns, given the optional CRDs.
+/// The kinds the engine lists as a ModelService's children, given the optional CRDs. The
+/// Endpoint Picker's token Secret is owned but deliberately not listed (nor watched): the
+/// operator needs no cluster-wide list/watch of Secrets; the engine reads it by name and the
+/// plan rechecks it periodically ([`plan`]).
 pub fn child_kinds(crds: OptionalCrds) -> Vec<ChildKind> {
     let mut kinds = vec![
         ChildKind::of::<Deployment>(),
         ChildKind::of::<Service>(),
         ChildKind::of::<ConfigMap>(),
         ChildKind::of::<ServiceAccount>(),
-        ChildKind::of::<Secret>(),
         ChildKind::of::<Role>(),
         ChildKind::of::<RoleBinding>(),
     ];
@@ -193,7 +195,7 @@ impl Pipeline for ModelServicePipeline {
         _object: &ModelService,
         observation: &Observation<State>,
     ) -> Result<PlanResult, PlanError> {
-        plan::plan(&observation.state)
+        plan::plan(&observation.state, self.config.recheck_interval)
     }
 
     fn decorate(
@@ -209,8 +211,14 @@ impl Pipeline for ModelServicePipeline {
         Some(FINALIZER.to_owned())
     }
 
-    fn needs_finalizer(&self, _object: &ModelService) -> bool {
-        resolve::wants_cluster_rbac(&self.config)
+    fn needs_finalizer(&self, object: &ModelService) -> bool {
+        resolve::wants_cluster_rbac(&self.config, object)
+    }
+
+    /// The cleanup deletes cluster-scoped objects (and at most a Secret, where 404 is success),
+    /// which do not go with the namespace: it must run in a terminating namespace too.
+    fn finalize_in_terminating_namespace(&self) -> bool {
+        true
     }
 
     async fn finalize(
@@ -218,7 +226,7 @@ impl Pipeline for ModelServicePipeline {
         client: &Client,
         object: &ModelService,
     ) -> Result<(), CategorizedError> {
-        crate::finalizer::cleanup(client, object).await
+        crate::finalizer::cleanup(client, object, !self.config.metrics_endpoint_auth).await
     }
 
     fn adoptable(&self, object: &ModelService, live: &DynamicObject) -> bool {

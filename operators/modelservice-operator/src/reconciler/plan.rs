@@ -5,14 +5,19 @@
 //! ones no longer planned: a removed prefill role, disabled monitors, a dropped route); the
 //! cluster RBAC is applied without one and removed by the finalizer ([`crate::finalizer`]). An
 //! invalid spec plans nothing and fails with [`PlanError::InvalidSpec`], so existing children
-//! keep serving until the spec is fixed.
+//! keep serving until the spec is fixed. When an owned object of an unwatched kind is planned
+//! (the Endpoint Picker's token Secret: watching Secrets would need cluster-wide list/watch of
+//! every Secret), the plan asks to be run again after `recheck`, so a deleted or edited token
+//! Secret is repaired within that interval; a steady recheck writes nothing.
+
+use std::time::Duration;
 
 use kinfer_state::pipeline::PlanResult;
 
 use super::{PlanError, State};
 
 /// Plan; see the module contract.
-pub fn plan(state: &State) -> Result<PlanResult, PlanError> {
+pub fn plan(state: &State, recheck: Duration) -> Result<PlanResult, PlanError> {
     if let Some(invalid) = &state.invalid {
         return Err(PlanError::InvalidSpec(invalid.clone()));
     }
@@ -24,6 +29,7 @@ pub fn plan(state: &State) -> Result<PlanResult, PlanError> {
     Ok(PlanResult {
         apply: desired.owned.clone(),
         apply_without_owner: desired.cluster.clone(),
+        requeue_after: desired.unwatched.then_some(recheck),
         ..PlanResult::default()
     })
 }

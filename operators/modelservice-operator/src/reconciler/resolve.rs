@@ -8,7 +8,7 @@
 
 use k8s_openapi::api::core::v1::EnvVar;
 use kinfer_api::inference_pool::FailureMode as PoolFailureMode;
-use kinfer_api::modelservice::{FailureMode, ModelService, PodMonitorSpec, RoleSpec};
+use kinfer_api::modelservice::{FailureMode, ModelService, PodMonitorSpec, RoleSpec, Validate};
 use kinfer_builders::Parent;
 use kinfer_builders::deployment::{
     Engine, ModelArtifact, ModelDeploymentInput, Parallelism, Role, RoutingProxy,
@@ -189,10 +189,14 @@ fn role_input(
 ) -> Result<ModelDeploymentInput, ResolveError> {
     let spec = &ms.spec;
     let p = spec_role.effective_parallelism();
+    // Role-level overrides over the shared engine: the role's args after the shared ones (vLLM
+    // keeps the last value), the role's env after the shared env (the builder merges by name,
+    // the later wins).
     let env = spec
         .engine
         .env
         .iter()
+        .chain(spec_role.engine_env())
         .map(|v| {
             serde_json::to_value(v)
                 .and_then(serde_json::from_value::<EnvVar>)
@@ -227,7 +231,13 @@ fn role_input(
                 .filter(|i| !i.is_empty())
                 .unwrap_or_else(|| config.engine_image.clone()),
             image_pull_policy: spec.engine.image_pull_policy.clone(),
-            args: spec.engine.args.clone(),
+            args: spec
+                .engine
+                .args
+                .iter()
+                .chain(spec_role.engine_args())
+                .cloned()
+                .collect(),
             env,
             port: spec.engine.port,
             health_path: ENGINE_HEALTH_PATH.to_owned(),
@@ -275,7 +285,24 @@ fn scrape_target(pm: &PodMonitorSpec) -> ScrapeTarget {
     }
 }
 
-/// Whether `ms` gets the EPP's cluster-scoped metrics-auth RBAC (and so the finalizer).
-pub fn wants_cluster_rbac(config: &OperatorConfig) -> bool {
-    config.metrics_endpoint_auth
+/// Whether `ms` has (or is to get) the Endpoint Picker's cluster-scoped metrics-auth RBAC, and
+/// so needs the finalizer ([`crate::finalizer`]): metrics auth is on, a cluster RBAC name can
+/// be derived, and the last reconcile did not find that name held by another ModelService (its
+/// status says so: `MetricsAuthReady` False with reason
+/// [`super::compose::CLUSTER_RBAC_CONFLICT`]). An invalid spec changes nothing: whatever
+/// exists keeps serving, and the finalizer stays with it.
+pub fn wants_cluster_rbac(config: &OperatorConfig, ms: &ModelService) -> bool {
+    if !config.metrics_endpoint_auth {
+        return false;
+    }
+    if ms.validate().is_err() {
+        return crate::finalizer::has_finalizer(ms);
+    }
+    let conflict = ms.status.as_ref().is_some_and(|s| {
+        s.conditions.iter().any(|c| {
+            c.type_ == super::compose::METRICS_AUTH_CONDITION
+                && c.reason == super::compose::CLUSTER_RBAC_CONFLICT
+        })
+    });
+    super::fetch::cluster_rbac_name(ms).is_some() && !conflict
 }

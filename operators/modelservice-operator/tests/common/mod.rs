@@ -15,17 +15,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, Namespace};
+use k8s_openapi::api::core::v1::{Container, Namespace, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kinfer_api::modelservice::ModelService;
 use kinfer_builders::naming;
+use kinfer_operator::{ControllerOptions, CrdWatch};
+use kinfer_state::Engine;
 use kinfer_state::metrics::Metrics;
 use kinfer_testkit::TestCluster;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::ApiResource;
 use kube::runtime::wait::await_condition;
 use kube::{Client, CustomResourceExt, Resource};
-use modelservice_operator::controller::{self, Context, ControllerOptions};
+use modelservice_operator::controller;
 use modelservice_operator::optional_crds;
 use modelservice_operator::reconciler::{self, MANAGER};
 use modelservice_operator::{ModelServicePipeline, OperatorConfig, OptionalCrds};
@@ -44,9 +46,9 @@ pub const TIMEOUT: Duration = Duration::from_mins(1);
 pub struct Harness {
     pub cluster: TestCluster,
     pub client: Client,
-    /// A context (engine) of its own over the operator's configuration and the optional CRDs
-    /// at (re)start, for reconciling by hand.
-    pub ctx: Arc<Context>,
+    /// An engine of its own over the operator's configuration and the optional CRDs at
+    /// (re)start, for reconciling by hand.
+    pub engine: Arc<Engine<ModelServicePipeline>>,
     stop: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
     watcher: Option<JoinHandle<()>>,
@@ -107,7 +109,7 @@ impl Harness {
         }
         let (stop, _) = watch::channel(false);
         Self {
-            ctx: dummy_context(&client, config),
+            engine: dummy_engine(&client, config),
             cluster,
             client,
             stop,
@@ -120,23 +122,21 @@ impl Harness {
     pub async fn run(&mut self, config: OperatorConfig) {
         self.halt().await;
         let (stop, stop_rx) = watch::channel(false);
-        let detected = optional_crds::detect(&self.client).await.expect("detect");
-        let (crds_tx, crds_rx) = watch::channel(detected);
-        self.watcher = Some(tokio::spawn(optional_crds::watch(
-            self.client.clone(),
-            crds_tx,
-            stop_rx.clone(),
-        )));
-        let pipeline = ModelServicePipeline::new(config, detected);
-        self.ctx = controller::context(self.client.clone(), pipeline.clone(), Metrics::new());
+        let crds = CrdWatch::start(&self.client, &optional_crds::NAMES, stop_rx.clone())
+            .await
+            .expect("optional CRD watch");
+        let pipeline =
+            ModelServicePipeline::new(config, OptionalCrds::from_installed(&crds.current()));
+        self.engine = controller::engine(self.client.clone(), pipeline.clone(), Metrics::new());
         self.task = Some(tokio::spawn(controller::run(
             self.client.clone(),
             pipeline,
             Metrics::new(),
             ControllerOptions::default(),
-            crds_rx,
+            crds.subscribe(),
             stop_rx,
         )));
+        self.watcher = Some(tokio::spawn(crds.stopped()));
         self.stop = stop;
     }
 
@@ -196,7 +196,7 @@ impl Harness {
 
     /// Every object the operator manages in `ns`, by kind, as JSON.
     pub async fn owned(&self, ns: &str) -> Vec<(ApiResource, Value)> {
-        let crds = optional_crds::detect(&self.client).await.expect("detect");
+        let crds = detect(&self.client).await;
         let mut out = Vec::new();
         let lp = ListParams::default()
             .labels(&format!("{}={MANAGER}", kinfer_state::labels::MANAGED_BY));
@@ -231,12 +231,26 @@ impl Drop for Harness {
     }
 }
 
-fn dummy_context(client: &Client, config: &OperatorConfig) -> Arc<Context> {
-    controller::context(
+fn dummy_engine(client: &Client, config: &OperatorConfig) -> Arc<Engine<ModelServicePipeline>> {
+    controller::engine(
         client.clone(),
         ModelServicePipeline::new(config.clone(), OptionalCrds::default()),
         Metrics::new(),
     )
+}
+
+/// The optional CRDs installed now.
+pub async fn detect(client: &Client) -> OptionalCrds {
+    let mut installed = Vec::new();
+    for name in optional_crds::NAMES {
+        if kinfer_operator::crds::installed(client, name)
+            .await
+            .expect("read CRD")
+        {
+            installed.push(name);
+        }
+    }
+    OptionalCrds::from_names(installed)
 }
 
 /// Waits until `cond` holds for `name` in `api`, at most [`TIMEOUT`].
@@ -339,9 +353,14 @@ pub fn key(v: &Value) -> (String, String) {
     )
 }
 
+/// The pod spec of a Deployment's template.
+pub fn pod_spec(d: &Deployment) -> &PodSpec {
+    d.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
 /// Test helper.
 pub fn containers(d: &Deployment) -> Vec<Container> {
-    let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let pod = pod_spec(d);
     pod.init_containers
         .iter()
         .flatten()

@@ -4,9 +4,9 @@
 //! `Primary`, `Canary`, `Autoscaling`, `Route` (giving `PrimaryReady`, `CanaryReady`,
 //! `AutoscalingReady`, `RouteReady`). A part the spec does not ask for (no canary, no
 //! autoscaling, no gateway) is Ready with reason `NotConfigured`; a Gateway on a cluster
-//! without HTTPRoutes is a missing upstream dependency. The [`State`] keeps the live
-//! objects plan and status need, and whether this operator's field manager still owns the
-//! primary's `spec.replicas` (the hand-over to an HPA). No client, no clock.
+//! without HTTPRoutes is a missing upstream dependency of the route alone (a downstream
+//! component, so the tracks and Services are still applied, and no route is planned). The
+//! [`State`] keeps the live objects plan and status need. No client, no clock.
 
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -34,9 +34,8 @@ pub struct State {
     pub canary: Option<Deployment>,
     /// The live HPA.
     pub hpa: Option<HorizontalPodAutoscaler>,
-    /// This operator's field manager owns the live primary's `spec.replicas`.
-    pub replicas_owned: bool,
-    /// The Gateway the route attaches to, if any.
+    /// The Gateway the route attaches to, when a route is to be applied (a Gateway is
+    /// configured and the cluster serves HTTPRoutes).
     pub gateway: Option<GatewayRef>,
 }
 
@@ -62,25 +61,6 @@ fn not_configured(component: &'static str, message: &str) -> ComponentHealth {
         message,
     )
     .downstream()
-}
-
-/// Whether `manager` owns `spec.replicas` of `deployment` through an apply.
-pub fn owns_replicas(deployment: &Deployment, manager: &str) -> bool {
-    deployment
-        .metadata
-        .managed_fields
-        .iter()
-        .flatten()
-        .filter(|e| {
-            e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some("Apply")
-        })
-        .filter(|e| e.subresource.as_deref().is_none_or(str::is_empty))
-        .any(|e| {
-            e.fields_v1
-                .as_ref()
-                .and_then(|f| f.0.pointer("/f:spec/f:replicas"))
-                .is_some()
-        })
 }
 
 /// HPA health: the kinfer-state inspector, except that an HPA whose controller has reported
@@ -133,7 +113,6 @@ pub fn compose(
     object: &ZerfooInferenceService,
     fetched: Result<Fetched, NameError>,
     config: &OperatorConfig,
-    manager: &str,
     routes: bool,
 ) -> Observation<State> {
     let gateway = gateway(object, config);
@@ -168,12 +147,14 @@ pub fn compose(
         not_configured("Autoscaling", "autoscaling not configured")
     });
     components.push(if gateway.is_some() && !routes {
+        // Downstream: the route is ours to create, so its missing kind degrades only the
+        // route; the tracks and Services are still applied and serve.
         ComponentHealth::new("Route")
-            .upstream()
+            .downstream()
             .error(CategorizedError::new(
                 ErrorCategory::MissingUpstreamDependency,
                 "a Gateway is configured but the cluster does not serve Gateway API HTTPRoutes \
-             (install the Gateway API CRDs and restart the operator)",
+             (install the Gateway API CRDs; the operator picks them up without a restart)",
             ))
     } else if gateway.is_some() {
         downstream("Route", &fetched.route, route_health)
@@ -185,12 +166,11 @@ pub fn compose(
     });
     let primary = value(&fetched.primary);
     let state = State {
-        replicas_owned: primary.as_ref().is_some_and(|d| owns_replicas(d, manager)),
         primary,
         canary: value(&fetched.canary),
         hpa: value(&fetched.hpa),
         names: Some(fetched.names),
-        gateway,
+        gateway: gateway.filter(|_| routes),
     };
     let mut obs = Observation::new(state);
     obs.components = components;

@@ -168,7 +168,7 @@ impl Pipeline for ZerfooPipeline {
         _children: &Children,
         fetched: Self::Fetched,
     ) -> Observation<State> {
-        compose::compose(object, fetched, &self.config, &self.manager, self.routes)
+        compose::compose(object, fetched, &self.config, self.routes)
     }
 
     fn plan(

@@ -10,21 +10,23 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use kinfer_api::zerfoo::{
-    HealthCheckSpec, ResourceSpec, ZerfooInferenceService, ZerfooInferenceServiceSpec,
+    CanarySpec, GatewayRef, HealthCheckSpec, ResourceSpec, ZerfooInferenceService,
+    ZerfooInferenceServiceSpec,
 };
 use kinfer_state::metrics::Metrics;
 use kinfer_state::{Engine, Report};
 use kinfer_testkit::TestCluster;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Client, CustomResourceExt, Resource, ResourceExt};
-use serde_json::json;
 use tokio::sync::watch;
 use zerfoo_operator::controller::{self, ControllerOptions};
 use zerfoo_operator::{OperatorConfig, ZerfooPipeline};
 
 pub const NS: &str = "default";
 pub const WAIT: Duration = Duration::from_secs(20);
+/// The field manager of the HPA controller's `/scale` writes.
+pub const HPA_MANAGER: &str = "kube-controller-manager";
 
 pub struct Env {
     pub cluster: TestCluster,
@@ -67,6 +69,23 @@ pub fn valid_spec() -> ZerfooInferenceServiceSpec {
         }),
         gateway_ref: None,
     }
+}
+
+/// Every part on: [`valid_spec`] with a 20 % canary, autoscaling 2..10 and a Gateway.
+pub fn full_spec() -> ZerfooInferenceServiceSpec {
+    let mut spec = valid_spec();
+    spec.canary = Some(CanarySpec {
+        model_ref: "llama3-8b-q8".into(),
+        weight: 20,
+    });
+    spec.min_replicas = Some(2);
+    spec.max_replicas = Some(10);
+    spec.gateway_ref = Some(GatewayRef {
+        name: "public".into(),
+        namespace: None,
+        section_name: None,
+    });
+    spec
 }
 
 pub async fn env() -> Env {
@@ -195,25 +214,41 @@ impl Env {
         }
     }
 
+    /// Waits (bounded) until the service reports `ready`.
+    pub async fn wait_ready(&self, name: &str) {
+        wait_for(
+            &self.services,
+            name,
+            |z: Option<&ZerfooInferenceService>| {
+                z.is_some_and(|z| z.status.as_ref().is_some_and(|s| s.ready))
+            },
+        )
+        .await;
+    }
+
     pub async fn deployment(&self, name: &str) -> Deployment {
         self.deployments.get(name).await.expect("deployment")
     }
 
-    /// Sets a Deployment's replicas as the HPA controller would (another field manager).
+    /// Sets a Deployment's replicas as the HPA controller does: an update of `/scale` by
+    /// `kube-controller-manager`; then lets the simulator catch up.
     pub async fn scale_as_hpa(&self, name: &str, replicas: i32) {
-        let pp = PatchParams {
-            field_manager: Some("horizontal-pod-autoscaler".into()),
-            ..PatchParams::default()
+        self.scale_only(name, replicas).await;
+        self.settle().await;
+    }
+
+    /// The HPA's `/scale` update alone.
+    pub async fn scale_only(&self, name: &str, replicas: i32) {
+        let mut scale = self.deployments.get_scale(name).await.expect("get scale");
+        scale.spec.get_or_insert_default().replicas = Some(replicas);
+        let pp = PostParams {
+            field_manager: Some(HPA_MANAGER.into()),
+            ..PostParams::default()
         };
         self.deployments
-            .patch(
-                name,
-                &pp,
-                &Patch::Merge(json!({ "spec": { "replicas": replicas } })),
-            )
+            .replace_scale(name, &pp, &scale)
             .await
             .expect("scale");
-        self.settle().await;
     }
 
     pub async fn deployment_names(&self) -> Vec<String> {
@@ -283,6 +318,14 @@ pub fn container(d: &Deployment) -> &k8s_openapi::api::core::v1::Container {
 
 pub fn replicas(d: &Deployment) -> Option<i32> {
     d.spec.as_ref().and_then(|s| s.replicas)
+}
+
+/// The field managers owning a Deployment's `spec.replicas`, sorted.
+pub fn replicas_managers(d: &Deployment) -> Vec<String> {
+    kinfer_state::handover::owners(
+        &serde_json::to_value(d).unwrap(),
+        &zerfoo_operator::reconciler::plan::replicas_field(),
+    )
 }
 
 /// The route's backends as (service, weight).

@@ -5,6 +5,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // test helpers
 
 mod autoscaling;
+mod cache;
 mod canary;
 mod common;
 mod reliability;

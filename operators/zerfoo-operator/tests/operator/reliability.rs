@@ -2,28 +2,15 @@
 //! create, and `gpuMemory` becomes a GPU request with node affinity.
 
 use k8s_openapi::api::core::v1::NodeSelectorRequirement;
-use kinfer_api::zerfoo::{CanarySpec, GatewayRef};
 use kinfer_testkit::Fault;
 use zerfoo_operator::{GpuVendor, OperatorConfig};
 
-use crate::common::{condition_status, container, env, env_with, valid_spec};
+use crate::common::{condition_status, container, env, env_with, full_spec, valid_spec};
 
 #[tokio::test]
 async fn a_second_reconcile_writes_nothing() {
     let env = env().await;
-    let mut spec = valid_spec();
-    spec.canary = Some(CanarySpec {
-        model_ref: "llama3-8b-q8".into(),
-        weight: 20,
-    });
-    spec.min_replicas = Some(2);
-    spec.max_replicas = Some(10);
-    spec.gateway_ref = Some(GatewayRef {
-        name: "public".into(),
-        namespace: None,
-        section_name: None,
-    });
-    env.create("my-llama", spec).await.unwrap();
+    env.create("my-llama", full_spec()).await.unwrap();
     env.converge("my-llama").await;
     assert!(env.get("my-llama").await.status.unwrap().ready);
 

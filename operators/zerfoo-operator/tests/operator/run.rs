@@ -39,6 +39,19 @@ fn args(extra: &[&str]) -> RunArgs {
         .run
 }
 
+/// SIGTERM: controllers drain and `run` returns `Ok` in time.
+async fn stop(
+    term: oneshot::Sender<()>,
+    operator: tokio::task::JoinHandle<Result<(), kinfer_operator::Error>>,
+) {
+    term.send(()).expect("operator listening");
+    tokio::time::timeout(WAIT, operator)
+        .await
+        .expect("stops in time")
+        .expect("task")
+        .expect("clean stop");
+}
+
 #[tokio::test]
 async fn run_leads_reconciles_to_ready_and_stops_on_termination() {
     let cluster = TestCluster::start_simulated().await.expect("test cluster");
@@ -94,12 +107,7 @@ async fn run_leads_reconciles_to_ready_and_stops_on_termination() {
     );
 
     // SIGTERM: controllers drain, the Lease is released, run returns Ok.
-    term.send(()).expect("operator listening");
-    tokio::time::timeout(WAIT, operator)
-        .await
-        .expect("stops in time")
-        .expect("task")
-        .expect("clean stop");
+    stop(term, operator).await;
     assert_eq!(holder(leases.get(LEASE_NAME).await.expect("lease")), None);
 }
 
@@ -133,4 +141,65 @@ async fn run_fails_fast_without_the_crd_and_with_incomplete_leader_flags() {
     .expect("fails at once")
     .expect_err("no identity");
     assert!(err.to_string().contains("POD_NAME"), "{err}");
+}
+
+#[tokio::test]
+async fn routes_follow_the_gateway_api_crd_installed_and_removed_at_runtime() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use zerfoo_operator::controller::HTTPROUTE_CRD;
+
+    let cluster = TestCluster::start_simulated().await.expect("test cluster");
+    cluster
+        .install_crds(&[ZerfooInferenceService::crd()])
+        .expect("crds");
+    let client =
+        kinfer_operator::client::from_kubeconfig(cluster.kubeconfig().expect("kubeconfig"))
+            .await
+            .expect("client");
+    let (term, shutdown) = oneshot::channel::<()>();
+    let operator = tokio::spawn(run(
+        args(&["--default-gateway", "infra/public"]),
+        client.clone(),
+        async move {
+            let _ = shutdown.await;
+        },
+    ));
+    let services: Api<ZerfooInferenceService> = Api::namespaced(client.clone(), NS);
+    let mut zis = ZerfooInferenceService::new("gw", valid_spec());
+    zis.metadata.namespace = Some(NS.into());
+    services
+        .create(&kube::api::PostParams::default(), &zis)
+        .await
+        .expect("create");
+
+    // No Gateway API: the route component says why; everything else serves.
+    let route_is = |status: &'static str| {
+        move |z: Option<&ZerfooInferenceService>| {
+            z.is_some_and(|z| {
+                condition_status(z, "RouteReady") == status
+                    && condition_status(z, "PrimaryReady") == "True"
+            })
+        }
+    };
+    wait_for(&services, "gw", route_is("False")).await;
+    let missing = services.get("gw").await.expect("get");
+    let cond = crate::common::condition(&missing, "RouteReady").unwrap();
+    assert!(cond.message.contains("HTTPRoutes"), "{cond:?}");
+
+    // Installed while the operator runs: the route appears, without a restart of the process.
+    cluster
+        .install_crds(&[HttpRoute::crd()])
+        .expect("route crd");
+    wait_for(&services, "gw", route_is("True")).await;
+    let routes: Api<HttpRoute> = Api::namespaced(client.clone(), NS);
+    assert!(routes.get("gw-route").await.is_ok());
+
+    // Removed again: degraded with the same reason, the rest keeps serving.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.delete(HTTPROUTE_CRD, &kube::api::DeleteParams::default())
+        .await
+        .expect("delete crd");
+    wait_for(&services, "gw", route_is("False")).await;
+
+    stop(term, operator).await;
 }

@@ -1,7 +1,7 @@
 //! Upstream's `operator_test.go` cases, re-expressed against a real API server: create, scale,
-//! canary, health check (on create and on change), delete, autoscaling, no HPA without
-//! config, update of an existing Deployment, canary removal. (The 13 validation cases are in
-//! `validation.rs`.)
+//! canary, health check (on create and on change, and the TCP default without one), delete,
+//! autoscaling, no HPA without config, update of an existing Deployment, canary removal. (The
+//! 13 validation cases are in `validation.rs`.)
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -17,14 +17,7 @@ async fn create_runs_the_primary_and_the_service_until_ready() {
     let mut env = env().await;
     env.start_controller();
     env.create("my-llama", valid_spec()).await.unwrap();
-    wait_for(
-        &env.services,
-        "my-llama",
-        |z: Option<&ZerfooInferenceService>| {
-            z.is_some_and(|z| z.status.as_ref().is_some_and(|s| s.ready))
-        },
-    )
-    .await;
+    env.wait_ready("my-llama").await;
 
     let d = env.deployment("my-llama-primary").await;
     assert_eq!(d.namespace().as_deref(), Some(NS));
@@ -154,6 +147,41 @@ async fn health_check_reaches_the_deployment_on_create_and_on_change() {
     env.converge("my-llama").await;
     let d = env.deployment("my-llama-primary").await;
     assert_eq!(probe_of(&d), ("/v1/health".to_owned(), 15, 3));
+}
+
+#[tokio::test]
+async fn without_a_health_check_the_server_gets_tcp_probes_then_http_ones() {
+    let env = env().await;
+    let mut spec = valid_spec();
+    spec.health_check = None;
+    env.create("my-llama", spec).await.unwrap();
+    env.converge("my-llama").await;
+    let d = env.deployment("my-llama-primary").await;
+    let c = container(&d);
+    for probe in [&c.startup_probe, &c.readiness_probe, &c.liveness_probe] {
+        let probe = probe.clone().expect("never unprobed");
+        assert!(probe.http_get.is_none());
+        assert!(probe.tcp_socket.is_some(), "{probe:?}");
+    }
+
+    // Adding a health check replaces the TCP checks (the apply drops what it no longer sets).
+    env.edit("my-llama", |s| {
+        s.health_check = Some(HealthCheckSpec {
+            path: "/ready".into(),
+            interval: "20s".into(),
+            timeout: "2s".into(),
+        });
+    })
+    .await;
+    env.converge("my-llama").await;
+    let d = env.deployment("my-llama-primary").await;
+    assert_eq!(probe_of(&d), ("/ready".to_owned(), 20, 2));
+    let c = container(&d);
+    for probe in [&c.startup_probe, &c.readiness_probe, &c.liveness_probe] {
+        let probe = probe.clone().unwrap();
+        assert!(probe.tcp_socket.is_none(), "{probe:?}");
+        assert_eq!(probe.http_get.unwrap().path.as_deref(), Some("/ready"));
+    }
 }
 
 #[tokio::test]

@@ -50,7 +50,7 @@ fn kaiwo_kv_cache_sample_migrates_and_reports_the_kv_cache() {
         "metadata": {"name": "dummy-w-kvcache"},
         "spec": {
             "model": {"image": "ghcr.io/silogen/aim-dummy:0.1.8"},
-            "storage": {"defaultStorageClassName": "rwx-nfs", "pvcHeadroomPercent": 10},
+            "storage": {"defaultStorageClassName": "rwx-nfs"},
             "caching": {"mode": "Dedicated"},
         },
     }));

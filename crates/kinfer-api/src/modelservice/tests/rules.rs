@@ -513,3 +513,55 @@ fn messages_say_what_to_set() {
         warnings[0].message
     );
 }
+
+#[test]
+fn role_engine_overrides_follow_the_env_and_data_parallel_rules_per_role() {
+    // Overriding a shared variable by name is the point: no warning.
+    let mut ms = base();
+    ms.spec.decode.engine = Some(RoleEngineSpec {
+        args: vec!["--enforce-eager".into()],
+        env: vec![env("VLLM_NIXL_SIDE_CHANNEL_PORT", "5601")],
+    });
+    assert_eq!(error_paths(&ms), Vec::<String>::new());
+    assert_eq!(warning_paths(&ms), Vec::<String>::new());
+
+    // The role's own list: a bad NIXL port, a repeated name, a replaced generated variable.
+    ms.spec.decode.engine = Some(RoleEngineSpec {
+        args: Vec::new(),
+        env: vec![
+            env("A", "1"),
+            env("A", "2"),
+            env("TP_SIZE", "8"),
+            env("VLLM_NIXL_SIDE_CHANNEL_PORT", "8000"),
+        ],
+    });
+    assert_eq!(
+        error_paths(&ms),
+        ["spec.decode.engine.env[3].value"],
+        "8000 is the serving port"
+    );
+    assert_eq!(
+        warning_paths(&ms),
+        [
+            "spec.decode.engine.env[1].name",
+            "spec.decode.engine.env[2].name"
+        ]
+    );
+    let text = ms.warnings()[1].message.clone();
+    assert!(text.contains("in this role"), "{text}");
+
+    // A role's args that set the data-parallel layout demote that role's layout error.
+    let mut ms = base();
+    *parallelism(&mut ms) = ParallelismSpec {
+        tensor: 1,
+        data: 4,
+        data_local: 2,
+    };
+    assert_eq!(error_paths(&ms), ["spec.decode.parallelism.data"]);
+    ms.spec.decode.engine = Some(RoleEngineSpec {
+        args: vec!["--data-parallel-size=2".into()],
+        env: Vec::new(),
+    });
+    assert_eq!(error_paths(&ms), Vec::<String>::new());
+    assert_eq!(warning_paths(&ms), ["spec.decode.parallelism.data"]);
+}

@@ -9,11 +9,11 @@
 //!   with weights `100 - weight` / `weight`. Everything is owned by the service; what is no
 //!   longer planned (canary removed, autoscaling or gateway turned off) is an orphan the engine
 //!   deletes.
-//! - Primary replicas ([`primary_replicas`]): `spec.replicas` without autoscaling. With
-//!   autoscaling the HPA owns the count and the apply leaves `spec.replicas` out, except while
-//!   the Deployment does not exist yet (created with `spec.replicas`) or this operator still
-//!   owns the field (it then repeats the live value, so dropping the field never resets the
-//!   Deployment to one replica; the HPA takes the field over on its first scale).
+//! - Primary replicas: `spec.replicas`. With autoscaling the primary releases the field
+//!   ([`replicas_field`], [`kinfer_state::handover`]): the Deployment is created with
+//!   `spec.replicas`, then the engine hands the field over (without force, so an HPA write is
+//!   never undone) and never applies it again; turning autoscaling off applies it again, which
+//!   takes it back.
 //! - Canary replicas ([`canary_replicas`]): `ceil(base × weight / 100)`, at least 1 while the
 //!   weight is positive, 0 at weight 0; `base` is `spec.replicas`, or under autoscaling the
 //!   primary's current replicas.
@@ -32,7 +32,7 @@ use kinfer_builders::zerfoo::{
     self as build, AutoscalerInput, DeploymentInput, Gpu, HealthProbe, RouteInput, Track,
 };
 use kinfer_state::pipeline::DesiredError;
-use kinfer_state::{Categorize, DesiredObject, ErrorCategory, Observation, PlanResult};
+use kinfer_state::{Categorize, DesiredObject, ErrorCategory, FieldPath, Observation, PlanResult};
 use kube::ResourceExt;
 
 use super::compose::State;
@@ -79,22 +79,9 @@ impl From<DesiredError> for PlanError {
     }
 }
 
-/// The primary's `spec.replicas` to apply; see the module contract.
-pub fn primary_replicas(object: &ZerfooInferenceService, state: &State) -> Option<i32> {
-    let spec = &object.spec;
-    if spec.autoscaling().is_none() {
-        return Some(spec.replicas);
-    }
-    match &state.primary {
-        None => Some(spec.replicas),
-        Some(live) if state.replicas_owned => Some(
-            live.spec
-                .as_ref()
-                .and_then(|s| s.replicas)
-                .unwrap_or(spec.replicas),
-        ),
-        Some(_) => None,
-    }
+/// The primary's `spec.replicas` field, which an HPA owns while autoscaling.
+pub fn replicas_field() -> FieldPath {
+    FieldPath::parse("spec.replicas")
 }
 
 /// The replica count the canary's share is computed from; see the module contract.
@@ -189,7 +176,7 @@ pub fn plan(
         track: Track::Primary,
         model_ref: spec.model_ref.clone(),
         image: config.server_image.clone(),
-        replicas: primary_replicas(object, state),
+        replicas: Some(spec.replicas),
         cpu: resources.and_then(|r| r.cpu.clone()),
         memory: resources.and_then(|r| r.memory.clone()),
         gpu: gpu(resources, config)?,
@@ -200,7 +187,11 @@ pub fn plan(
         plan.apply.push(o?);
         Ok(())
     };
-    push(DesiredObject::from_typed(&build::deployment(&primary)?))?;
+    let mut primary_object = DesiredObject::from_typed(&build::deployment(&primary)?)?;
+    if spec.autoscaling().is_some() {
+        primary_object = primary_object.release(replicas_field());
+    }
+    push(Ok(primary_object))?;
     push(DesiredObject::from_typed(&build::shared_service(&parent)?))?;
     push(DesiredObject::from_typed(&build::track_service(
         &parent,

@@ -15,11 +15,13 @@ const INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 const LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
 
+/// `sha256:<hex>` of `data`.
 pub fn sha256(data: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(data)))
 }
 
 /// Pushes test content to one registry host (plain HTTP).
+#[allow(missing_debug_implementations)] // oci-client's Client is not Debug
 pub struct Pusher {
     client: Client,
     host: String,
@@ -28,12 +30,14 @@ pub struct Pusher {
 }
 
 impl Pusher {
+    /// Anonymous.
     pub fn new(host: &str) -> Self {
         Self::with_auth(host, RegistryAuth::Anonymous)
     }
 
+    /// With `auth`.
     pub fn with_auth(host: &str, auth: RegistryAuth) -> Self {
-        kinfer_oci::ensure_crypto_provider();
+        crate::ensure_crypto_provider();
         let client = Client::new(ClientConfig {
             protocol: ClientProtocol::Http,
             ..ClientConfig::default()
@@ -170,6 +174,7 @@ impl Pusher {
     }
 }
 
+/// Labels from pairs.
 pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()

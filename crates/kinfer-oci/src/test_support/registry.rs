@@ -10,7 +10,10 @@
 //! - With htpasswd auth, a bcrypt htpasswd file holds [`USER`]/[`PASSWORD`]; with token auth
 //!   the registry sends clients to a token realm (see `support::token`).
 //! - Dropping a [`Registry`] kills and reaps the process and removes the directory.
+//! - [`Registry::push`] pushes a labelled image with the registry's own credentials, and
+//!   [`Registry::docker_config_json`] is a pull secret for it.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -19,7 +22,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use oci_client::secrets::RegistryAuth;
+
+use super::images::Pusher;
+
+/// The user of an htpasswd registry.
 pub const USER: &str = "kinfer";
+/// Its password.
 pub const PASSWORD: &str = "s3cret-pass";
 /// bcrypt (cost 4) of [`PASSWORD`], generated once with
 /// `python3 -c "import crypt; print(crypt.crypt('s3cret-pass', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))"`.
@@ -30,15 +39,19 @@ const START_DEADLINE: Duration = Duration::from_secs(30);
 /// The `service` a token-auth registry names in its challenge.
 pub const SERVICE: &str = "kinfer-test-registry";
 
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Auth {
     None,
     Htpasswd,
     Token(String),
 }
 
+/// A running registry; see the module contract.
+#[derive(Debug)]
 pub struct Registry {
     child: Child,
     dir: PathBuf,
+    auth: Auth,
     /// `127.0.0.1:<port>`
     pub host: String,
 }
@@ -65,7 +78,7 @@ impl Registry {
         let binary = registry_binary();
         let dir = unique_dir();
         std::fs::create_dir_all(dir.join("data")).expect("create registry dir");
-        let auth_section = match auth {
+        let auth_section = match &auth {
             Auth::None => String::new(),
             Auth::Htpasswd => {
                 let htpasswd = dir.join("htpasswd");
@@ -119,6 +132,7 @@ impl Registry {
         let mut registry = Self {
             child,
             dir,
+            auth,
             host: String::new(),
         };
         let Ok(addr) = rx.recv_timeout(START_DEADLINE) else {
@@ -135,7 +149,7 @@ impl Registry {
     /// Polls `GET /v2/` until the server answers (200, or 401 with auth), bounded.
     async fn wait_ready(&self) {
         let url = format!("http://{}/v2/", self.host);
-        kinfer_oci::ensure_crypto_provider();
+        crate::ensure_crypto_provider();
         let http = reqwest::Client::new();
         let deadline = Instant::now() + START_DEADLINE;
         let mut pause = Duration::from_millis(5);
@@ -153,6 +167,32 @@ impl Registry {
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(200));
         }
+    }
+}
+
+impl Registry {
+    /// A [`Pusher`] for this registry with its credentials (basic for htpasswd registries).
+    pub fn pusher(&self) -> Pusher {
+        let auth = match self.auth {
+            Auth::Htpasswd => RegistryAuth::Basic(USER.into(), PASSWORD.into()),
+            Auth::None | Auth::Token(_) => RegistryAuth::Anonymous,
+        };
+        Pusher::with_auth(&self.host, auth)
+    }
+
+    /// Pushes an `amd64` image whose config carries `labels` as `repo:tag`; returns the
+    /// manifest digest.
+    pub async fn push(&self, repo: &str, tag: &str, labels: &BTreeMap<String, String>) -> String {
+        self.pusher()
+            .push_image(repo, Some(tag), labels, "amd64")
+            .await
+    }
+
+    /// A `kubernetes.io/dockerconfigjson` Secret's `.dockerconfigjson` for this registry with
+    /// [`USER`]/[`PASSWORD`].
+    pub fn docker_config_json(&self) -> String {
+        serde_json::json!({"auths": {self.host.clone(): {"username": USER, "password": PASSWORD}}})
+            .to_string()
     }
 }
 

@@ -1,0 +1,210 @@
+//! The scenarios: which operator binary runs, which CRDs the cluster serves, what each of the
+//! N custom resources looks like, and what convergence means (every CR's status at
+//! `observedGeneration == generation` and every child it should own present).
+
+use std::collections::HashSet;
+
+use anyhow::{Result, bail};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kinfer_testkit::TestCluster;
+use kube::CustomResourceExt;
+use serde_json::{Value, json};
+
+/// Namespaces the CRs (and the unrelated objects) are spread over.
+pub const NAMESPACES: usize = 4;
+
+/// The namespace of CR number `i`.
+pub fn namespace_of(i: usize) -> String {
+    format!("bench-{}", i % NAMESPACES)
+}
+
+/// A resource the harness reads: `(group, plural)`.
+pub type Resource = (&'static str, &'static str);
+
+/// One scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// `zerfoo`, `modelservice` or `aim`.
+    pub name: &'static str,
+    /// The operator binary's file name.
+    pub binary: &'static str,
+    /// Flags after `run` (besides the admin addresses).
+    pub args: Vec<String>,
+    /// The custom resource: `(apiVersion, plural, kind)`.
+    pub api_version: &'static str,
+    /// Plural of the custom resource.
+    pub plural: &'static str,
+    /// Kind of the custom resource.
+    pub kind: &'static str,
+    /// The kinds of the children a CR owns.
+    pub child_resources: Vec<Resource>,
+    /// Children per CR when converged (the minimum writes per CR is this plus one status);
+    /// `None` when it depends on the operator's settings: convergence then waits for the
+    /// statuses only, and the children are counted once the operator is quiet.
+    pub children_per_cr: Option<u32>,
+    /// Builds CR number `i`.
+    pub make: fn(usize) -> Value,
+}
+
+impl Scenario {
+    /// The scenario called `name`.
+    pub fn named(name: &str, concurrency: u16) -> Result<Self> {
+        let mut s = match name {
+            "zerfoo" => zerfoo(),
+            "modelservice" => modelservice(),
+            other => bail!("unknown scenario {other:?} (zerfoo, modelservice)"),
+        };
+        s.args
+            .extend(["--concurrency".to_owned(), concurrency.to_string()]);
+        Ok(s)
+    }
+
+    /// `(group, plural)` of the custom resource.
+    pub fn resource(&self) -> (&'static str, &'static str) {
+        let group = self.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        (group, self.plural)
+    }
+
+    /// Installs every CRD the operator needs, and its namespaces.
+    pub fn prepare(&self, cluster: &TestCluster) -> Result<()> {
+        cluster.install_crds(&crds())?;
+        for i in 0..NAMESPACES {
+            cluster.create_object(
+                "v1",
+                "namespaces",
+                "",
+                json!({ "metadata": { "name": namespace_of(i) } }),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// How far `cluster` is: `(CRs whose status observed their generation, children present)`.
+    pub fn progress(&self, cluster: &TestCluster) -> (usize, usize) {
+        let (group, plural) = self.resource();
+        let crs = cluster.objects(group, plural);
+        let uids: HashSet<&str> = crs
+            .iter()
+            .filter_map(|o| o["metadata"]["uid"].as_str())
+            .collect();
+        let observed = crs
+            .iter()
+            .filter(|o| {
+                let generation = o["metadata"]["generation"].as_i64();
+                generation.is_some() && o["status"]["observedGeneration"].as_i64() == generation
+            })
+            .count();
+        let children = self
+            .child_resources
+            .iter()
+            .flat_map(|(g, p)| cluster.objects(g, p))
+            .filter(|c| {
+                c["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|refs| {
+                        refs.iter()
+                            .any(|r| r["uid"].as_str().is_some_and(|u| uids.contains(u)))
+                    })
+            })
+            .count();
+        (observed, children)
+    }
+}
+
+/// Our CRDs, the third-party stand-ins and HTTPRoute, as `kinfer render` installs them.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    let mut all = kinfer_api::crds::all();
+    all.extend(kinfer_api::third_party::crds());
+    all.push(gateway_api::httproutes::HttpRoute::crd());
+    all
+}
+
+/// N ZerfooInferenceServices without canary, autoscaling or gateway: three children each
+/// (Deployment `<name>-primary`, Services `<name>-svc` and `<name>-primary`).
+fn zerfoo() -> Scenario {
+    Scenario {
+        name: "zerfoo",
+        binary: "zerfoo-operator",
+        args: Vec::new(),
+        api_version: "zerfoo.feza.ai/v1",
+        plural: "zerfooinferenceservices",
+        kind: "ZerfooInferenceService",
+        child_resources: vec![("apps", "deployments"), ("", "services")],
+        children_per_cr: Some(3),
+        make: |i| {
+            json!({
+                "apiVersion": "zerfoo.feza.ai/v1",
+                "kind": "ZerfooInferenceService",
+                "metadata": { "name": format!("svc-{i:05}"), "namespace": namespace_of(i) },
+                "spec": {
+                    "modelRef": "llama3-8b-q4",
+                    "replicas": 1,
+                    "resources": { "cpu": "1", "memory": "2Gi" }
+                }
+            })
+        },
+    }
+}
+
+/// N minimal ModelServices (one decode replica, NVIDIA), under the operator's defaults
+/// (Istio provider, default Gateway route): the children depend on those defaults, so they are
+/// counted rather than fixed.
+fn modelservice() -> Scenario {
+    Scenario {
+        name: "modelservice",
+        binary: "modelservice-operator",
+        args: Vec::new(),
+        api_version: "model.otterscale.io/v1alpha1",
+        plural: "modelservices",
+        kind: "ModelService",
+        child_resources: vec![
+            ("apps", "deployments"),
+            ("", "services"),
+            ("", "configmaps"),
+            ("", "serviceaccounts"),
+            ("rbac.authorization.k8s.io", "roles"),
+            ("rbac.authorization.k8s.io", "rolebindings"),
+            ("inference.networking.x-k8s.io", "inferencepools"),
+            ("gateway.networking.k8s.io", "httproutes"),
+            ("networking.istio.io", "destinationrules"),
+            ("monitoring.coreos.com", "podmonitors"),
+            ("monitoring.coreos.com", "servicemonitors"),
+        ],
+        children_per_cr: None,
+        make: |i| {
+            json!({
+                "apiVersion": "model.otterscale.io/v1alpha1",
+                "kind": "ModelService",
+                "metadata": { "name": format!("ms-{i:05}"), "namespace": namespace_of(i) },
+                "spec": {
+                    "model": { "name": "test/model", "image": "registry.example.com/models/test:v1" },
+                    "engine": {},
+                    "accelerator": { "type": "nvidia" },
+                    "decode": { "replicas": 1 }
+                }
+            })
+        },
+    }
+}
+
+/// Unrelated object number `i`: a Pod, Secret or ConfigMap in turn, `(plural, object)`.
+pub fn unrelated(i: usize) -> (&'static str, Value) {
+    let ns = namespace_of(i);
+    let name = format!("unrelated-{i:05}");
+    let payload = "x".repeat(512);
+    match i % 3 {
+        0 => (
+            "pods",
+            json!({ "metadata": { "name": name, "namespace": ns, "labels": { "app": "other" } },
+                    "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }),
+        ),
+        1 => (
+            "secrets",
+            json!({ "metadata": { "name": name, "namespace": ns }, "stringData": { "k": payload } }),
+        ),
+        _ => (
+            "configmaps",
+            json!({ "metadata": { "name": name, "namespace": ns }, "data": { "k": payload } }),
+        ),
+    }
+}

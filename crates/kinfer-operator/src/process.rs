@@ -1,0 +1,109 @@
+//! The life of an operator process around its controllers: endpoints up first, start-up
+//! checks, ready, leader election, controllers, graceful stop.
+//!
+//! Every kinfer operator's `run` reads the same way with [`Process`]:
+//!
+//! ```no_run
+//! # async fn demo(common: kinfer_operator::CommonArgs, client: kube::Client) -> Result<(), kinfer_operator::Error> {
+//! use kinfer_operator::{Process, crds, signal};
+//! let process = Process::start(&common).await?; // /metrics, /healthz; /readyz 503
+//! crds::require(&client, &["widgets.example.com"], "kubectl apply -k deploy/crds").await?;
+//! // ... optional CRDs (with `process.stopping()`), pipeline, engine (with `process.metrics()`)
+//! process
+//!     .lead(&common, &client, "widget-operator-leader", signal::termination(), |stop| async move {
+//!         // run the controllers until `stop` turns true
+//!         # drop(stop);
+//!     })
+//!     .await
+//! # }
+//! ```
+//!
+//! Contract:
+//! - [`Process::start`] binds the admin endpoints (`--metrics-addr`, `--health-addr`) before
+//!   anything talks to the API server, so a hanging start-up check is visible (`/healthz` 200,
+//!   `/readyz` 503); a bind failure is an error.
+//! - [`Process::lead`] marks the process ready (the caller has passed its start-up checks),
+//!   then runs the controllers while this replica holds the Lease (at once without
+//!   `--leader-elect`; [`crate::run_with_leader_election`]) until `shutdown` resolves; the
+//!   Lease is released, the endpoints and background tasks stop, `Ok`. Losing the Lease
+//!   returns the loss ([`crate::RunError::is_lost_leadership`]): the binary exits non-zero and
+//!   a restarted process campaigns afresh. Incomplete leader-election flags fail before
+//!   anything runs.
+//! - Background tasks the caller starts (e.g. [`crate::optional_crds::CrdWatch`]) take
+//!   [`Process::stopping`]; it turns true when `lead` returns or the `Process` is dropped
+//!   (so an early start-up error stops them and the endpoints too).
+//! - Tracing is the caller's (it is process-global; [`crate::telemetry::init_tracing`]).
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use kinfer_state::metrics::Metrics;
+use kube::Client;
+use tokio::sync::watch;
+
+use crate::args::CommonArgs;
+use crate::run::run_with_leader_election;
+use crate::server::{self, Endpoints, ServerError};
+
+/// A running operator process; see the module contract.
+#[derive(Debug)]
+pub struct Process {
+    endpoints: Endpoints,
+    addrs: Vec<SocketAddr>,
+    stop: watch::Sender<bool>,
+}
+
+impl Process {
+    /// Serves the admin endpoints on the common addresses (not ready yet).
+    pub async fn start(common: &CommonArgs) -> Result<Self, ServerError> {
+        let endpoints = Endpoints::new(Metrics::new());
+        let (stop, stopping) = watch::channel(false);
+        let addrs = server::spawn(&common.admin_addrs(), &endpoints, &stopping).await?;
+        Ok(Self {
+            endpoints,
+            addrs,
+            stop,
+        })
+    }
+
+    /// The metrics registry `/metrics` serves.
+    pub fn metrics(&self) -> Metrics {
+        self.endpoints.metrics.clone()
+    }
+
+    /// The bound admin addresses (port 0 resolved).
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Turns true when the process stops; for the caller's background tasks.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Ready, then the controllers while leading until `shutdown`; see the module contract.
+    pub async fn lead<C, F>(
+        self,
+        common: &CommonArgs,
+        client: &Client,
+        default_lease: &str,
+        shutdown: impl Future<Output = ()>,
+        controllers: C,
+    ) -> Result<(), crate::Error>
+    where
+        C: FnOnce(watch::Receiver<bool>) -> F,
+        F: Future<Output = ()>,
+    {
+        let elector = common.leader_elector(client, default_lease)?;
+        self.endpoints.set_ready();
+        let result = run_with_leader_election(elector, shutdown, controllers).await;
+        drop(self);
+        Ok(result?)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
