@@ -496,6 +496,14 @@ impl Operator {
             n,
             shutdown.clone(),
         ));
+        // Part 2, serving: template caches and artifacts.
+        futures.push(serving_controllers(
+            &client,
+            &ctx,
+            &metrics,
+            n,
+            shutdown.clone(),
+        ));
 
         // The caches end with their watch streams: stop waiting for them on shutdown.
         let mut stop = shutdown;
@@ -621,8 +629,42 @@ fn service_controller(
             Api::<gateway_api::httproutes::HttpRoute>::all(client.clone()),
             children_config(controller),
             owner_of::<AIMService, gateway_api::httproutes::HttpRoute>(true),
+        )
+        .watches(
+            Api::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>::all(client.clone()),
+            children_config(controller),
+            owner_of::<AIMService, k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(
+                true,
+            ),
         );
     let by_ns = services_in(c.store());
+    // Shared caches have no owner: any cache change re-enqueues its namespace's services.
+    let in_cache_ns = by_ns.clone();
+    let c = c.watches(
+        Api::<kinfer_api::aim::AIMTemplateCache>::all(client.clone()),
+        watcher::Config::default(),
+        move |tc| in_cache_ns(tc.meta().namespace.as_deref()),
+    );
+    // Inference pods (image pulls, crashes): back to the service whose InferenceService they run.
+    let store = c.store();
+    let c = c.watches(
+        Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()),
+        watcher::Config::default().labels(crate::service::runtime::ISVC_POD_LABEL),
+        move |pod| {
+            let isvc = pod
+                .labels()
+                .get(crate::service::runtime::ISVC_POD_LABEL)
+                .cloned();
+            store
+                .state()
+                .iter()
+                .filter_map(|g| g.0.as_ref().ok())
+                .filter(|s| s.meta().namespace == pod.meta().namespace)
+                .filter(|s| crate::service::isvc::isvc_name(s).ok() == isvc)
+                .map(|s| object_ref::<AIMService>(&s.name_any(), s.meta().namespace.as_deref()))
+                .collect::<Vec<_>>()
+        },
+    );
     let (in_model_ns, all_models, in_template_ns) = (by_ns.clone(), by_ns.clone(), by_ns.clone());
     let c = c
         .watches(
@@ -665,6 +707,98 @@ fn source_controller(
         metrics,
     );
     drive(base::<AIMClusterModelSource>(client, n), engine, shutdown)
+}
+
+// Part 2, serving: the AIMTemplateCache and AIMArtifact controllers.
+
+/// Every object of `store` in `namespace` (all for `None`).
+fn all_in<K>(
+    store: Store<Guarded<K>>,
+) -> impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + Clone + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    Guarded<K>: Resource<DynamicType = ()>,
+{
+    move |namespace: Option<&str>| {
+        store
+            .state()
+            .iter()
+            .filter_map(|g| g.0.as_ref().ok())
+            .filter(|o| namespace.is_none() || o.meta().namespace.as_deref() == namespace)
+            .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
+            .collect()
+    }
+}
+
+fn serving_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    metrics: &Metrics,
+    n: u16,
+    shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()> {
+    use kinfer_api::aim::{AIMArtifact, AIMTemplateCache};
+    let caches = {
+        let c = crate::cache::CONTROLLER;
+        let engine = engine(
+            client,
+            crate::cache::CachePipeline::new(Arc::clone(ctx)),
+            c,
+            metrics,
+        );
+        // Shared artifacts have no owner, and sources come from templates: re-enqueue the
+        // namespace's caches (all caches for cluster templates).
+        let base = base::<AIMTemplateCache>(client, n);
+        let by_ns = all_in(base.store());
+        let (on_artifact, on_template, on_cluster) = (by_ns.clone(), by_ns.clone(), by_ns);
+        let c = base
+            .watches(
+                Api::<AIMArtifact>::all(client.clone()),
+                watcher::Config::default(),
+                move |a| on_artifact(a.meta().namespace.as_deref()),
+            )
+            .watches(
+                Api::<AIMServiceTemplate>::all(client.clone()),
+                watcher::Config::default(),
+                move |t| on_template(t.meta().namespace.as_deref()),
+            )
+            .watches(
+                Api::<AIMClusterServiceTemplate>::all(client.clone()),
+                watcher::Config::default(),
+                move |_| on_cluster(None),
+            );
+        let c = with_config_watches(c, client, |tc: &AIMTemplateCache| {
+            tc.spec.runtime_config_name.as_deref()
+        });
+        drive(c, engine, shutdown.clone())
+    };
+    let artifacts = {
+        let c = crate::artifact::CONTROLLER;
+        let engine = engine(
+            client,
+            crate::artifact::ArtifactPipeline::new(Arc::clone(ctx)),
+            c,
+            metrics,
+        );
+        let c = base::<AIMArtifact>(client, n)
+            .watches(
+                Api::<Job>::all(client.clone()),
+                children_config(c),
+                owner_of::<AIMArtifact, Job>(true),
+            )
+            .watches(
+                Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::all(client.clone()),
+                children_config(c),
+                owner_of::<AIMArtifact, k8s_openapi::api::core::v1::PersistentVolumeClaim>(true),
+            );
+        let c = with_config_watches(c, client, |a: &AIMArtifact| {
+            a.spec.runtime_config_name.as_deref()
+        });
+        drive(c, engine, shutdown)
+    };
+    Box::pin(async move {
+        futures::join!(caches, artifacts);
+    })
 }
 
 #[cfg(test)]

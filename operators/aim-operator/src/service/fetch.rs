@@ -5,16 +5,18 @@
 //! AIMClusterModels (to resolve by name or by image); the AIMServiceTemplates of the namespace
 //! and the AIMClusterServiceTemplates (explicit lookup or selection happens in
 //! [`super::compose`]); the Nodes' labels (informer cache when available) for the cluster's
-//! GPU models. The InferenceService and HTTPRoute are read by the engine as children.
+//! GPU models; the AIMTemplateCaches of the namespace (a shared cache has no owner) and the
+//! InferenceService's pods (label `serving.kserve.io/inferenceservice`). The InferenceService,
+//! HTTPRoute, HPA and dedicated caches are read by the engine as children.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
 use kinfer_api::aim::template::AIMTemplateCachingConfig;
 use kinfer_api::aim::{
     AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMServiceTemplate,
-    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus,
+    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
 };
 use kinfer_api::phase::Phase;
 use kinfer_select::gpu::ClusterGpus;
@@ -95,6 +97,10 @@ pub struct Fetched {
     pub templates: Result<Vec<TemplateInfo>, CategorizedError>,
     /// The GPU models the cluster's Nodes carry.
     pub gpus: Result<ClusterGpus, CategorizedError>,
+    /// The namespace's template caches.
+    pub caches: Result<Vec<AIMTemplateCache>, CategorizedError>,
+    /// The InferenceService's pods (empty without an InferenceService name).
+    pub pods: Result<Vec<Pod>, CategorizedError>,
 }
 
 #[allow(clippy::needless_pass_by_value)] // used as `map_err(up)`
@@ -214,23 +220,48 @@ async fn gpus(ctx: &Context, client: &Client) -> Result<ClusterGpus, Categorized
     Ok(ClusterGpus::from_nodes(labels.iter()))
 }
 
+async fn caches(client: &Client, ns: &str) -> Result<Vec<AIMTemplateCache>, CategorizedError> {
+    Api::<AIMTemplateCache>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| e.categorize_in(Direction::Downstream))
+}
+
+async fn pods(client: &Client, ns: &str, isvc: Option<&str>) -> Result<Vec<Pod>, CategorizedError> {
+    let Some(isvc) = isvc else {
+        return Ok(Vec::new());
+    };
+    let lp = ListParams::default().labels(&format!("{}={isvc}", super::runtime::ISVC_POD_LABEL));
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .map_err(|e| e.categorize_in(Direction::Downstream))
+}
+
 /// Reads everything; see the module contract.
 pub async fn fetch(
     ctx: &Context,
     client: &Client,
     namespace: &str,
     runtime_config: Option<&str>,
+    isvc: Option<&str>,
 ) -> Fetched {
-    let (rc, models, templates, gpus) = futures::join!(
+    let (rc, models, templates, gpus, caches, pods) = futures::join!(
         resolve::fetch(client, Some(namespace), runtime_config),
         models(client, namespace),
         templates(client, namespace),
         gpus(ctx, client),
+        caches(client, namespace),
+        pods(client, namespace, isvc),
     );
     Fetched {
         runtime_config: rc,
         models,
         templates,
         gpus,
+        caches,
+        pods,
     }
 }
