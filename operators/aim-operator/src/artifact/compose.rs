@@ -9,8 +9,8 @@
 //!   ([`kinfer_builders::discovery_job::artifact_objects`]: headroom from the runtime config's
 //!   `storage.pvcHeadroomPercent`, 10% by default; storage class spec, else runtime config).
 //!   The claim is planned only while absent: a PVC is never resized. The download Job is
-//!   planned unless the artifact was Ready and the Job is gone (its TTL removed it): a
-//!   finished download is never repeated.
+//!   planned only while absent, and not when the artifact was Ready and the Job is gone (its
+//!   TTL removed it): a finished download is never repeated.
 //! - Components `CachePvc` (the live claim) and `DownloadJob`: Complete is Ready; Failed is
 //!   classified ([`super::classify::failure`]); a running Job's pod errors surface at once;
 //!   otherwise Progressing with the downloader's reported progress.

@@ -8,6 +8,10 @@
 //! `SourceNotFound` (InvalidSpec), `StorageFull` and `OOMKilled` (ResourceExhaustion),
 //! `DownloadTimeout` (Infrastructure, retried), `InvalidModelSize`, `DownloadFailed`.
 //!
+//! Jobs are immutable: each Job is created once (a changed spec reaches the next Job, after
+//! the finished one's TTL removed it, or after a user deleted it to retry at once) and never
+//! pruned; the claim is created once and never resized.
+//!
 //! Status: `discoveredSizeBytes`, `displaySize`, `allocatedSize` (the claim's request),
 //! `headroomPercent`, `mode` (`Dedicated` when owned, else `Shared`),
 //! `persistentVolumeClaim`, `status`, conditions, `observedGeneration`; `progress`,
@@ -160,7 +164,9 @@ impl Pipeline for ArtifactPipeline {
 
     fn child_kinds(&self) -> Vec<ChildKind> {
         vec![
-            ChildKind::of::<Job>(),
+            // Jobs are immutable and expire by TTL, claims hold data: both are created once
+            // and never pruned.
+            ChildKind::of::<Job>().prune(false),
             ChildKind::of::<PersistentVolumeClaim>(),
         ]
     }
@@ -206,7 +212,7 @@ impl Pipeline for ArtifactPipeline {
                     let live = job(&name);
                     let (h, measured) = compose::check_size(live.as_ref(), fetched.job.as_ref());
                     components.push(h);
-                    if measured.is_none() {
+                    if measured.is_none() && live.is_none() {
                         match input(object, rc.as_ref(), None, headroom).and_then(|i| {
                             artifact_objects(&i).map_err(|e| {
                                 CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
@@ -373,7 +379,7 @@ impl ArtifactPipeline {
         let (h, plan_job) =
             compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job_name);
         components.push(h);
-        if plan_job {
+        if plan_job && live_job.is_none() {
             state.download = Some(job);
         }
     }

@@ -1,0 +1,295 @@
+//! AIMArtifact: size check, claim, download and each failure class, on the simulated cluster.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aim_operator::artifact::{ArtifactPipeline, CONTROLLER};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kinfer_api::aim::{AIMArtifact, CachingMode};
+use kinfer_api::phase::Phase;
+use kinfer_builders::naming::aim as names;
+use kinfer_testkit::simulator::{JobOutcome, LogHook};
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use support::*;
+
+/// Logs by pod-name prefix (the Jobs are `<artifact>-<stage>-<hash>`).
+fn logs(table: &'static [(&'static str, &'static str)]) -> LogHook {
+    Arc::new(move |_ns: &str, name: &str, _pod: &serde_json::Value| {
+        table
+            .iter()
+            .find(|(prefix, _)| name.starts_with(prefix))
+            .map(|(_, log)| (*log).to_owned())
+    })
+}
+
+async fn artifact(env: &Env, name: &str, spec: serde_json::Value) -> Api<AIMArtifact> {
+    let api: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
+    apply_json(
+        &api,
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+               "metadata": {"name": name, "namespace": NS}, "spec": spec}),
+    )
+    .await;
+    api
+}
+
+fn phase_is(p: Phase) -> impl Fn(&AIMArtifact) -> bool {
+    move |a: &AIMArtifact| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.status == p && s.observed_generation == a.metadata.generation)
+    }
+}
+
+fn cond(a: &AIMArtifact, t: &str) -> (String, String, String) {
+    let c = condition(&a.status.as_ref().unwrap().conditions, t)
+        .unwrap_or_else(|| panic!("{t} missing: {a:#?}"));
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+fn valid_upstream(a: &AIMArtifact) {
+    let Some(shared) = kinfer_crdcheck::shared_dir() else {
+        return;
+    };
+    let crd = kinfer_crdcheck::load_yaml_documents(
+        &shared.join("reference/aim/crds/aim.eai.amd.com_aimartifacts.yaml"),
+    )
+    .remove(0);
+    let v = kinfer_crdcheck::SchemaValidator::from_crd(&crd, Some("v1alpha1")).unwrap();
+    let errors = v.errors(&serde_json::to_value(a).unwrap());
+    assert!(
+        errors.is_empty(),
+        "AIMArtifact invalid upstream: {errors:?}"
+    );
+}
+
+async fn steady(env: &Env, api: &Api<AIMArtifact>, name: &str) {
+    let live = api.get(name).await.unwrap();
+    let r = env
+        .reconcile_once(
+            ArtifactPipeline::new(Arc::clone(&env.ctx)),
+            CONTROLLER,
+            &live,
+        )
+        .await;
+    assert_eq!(r.writes(), 0, "artifact {name} steady: {r:?}");
+}
+
+#[tokio::test]
+async fn size_check_then_claim_then_download() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(logs(&[(
+        "big-check-size",
+        "resolving hf://org/big\n{\"url\":\"hf://org/big\",\"sizeBytes\":5368709120}\n",
+    )]));
+    let api = artifact(
+        &env,
+        "big",
+        json!({"sourceUri": "hf://org/big", "modelId": "org/big"}),
+    )
+    .await;
+    let ready = wait(&api, "big", "Ready", phase_is(Phase::Ready)).await;
+    let st = ready.status.clone().unwrap();
+    assert_eq!(st.discovered_size_bytes, Some(5_368_709_120));
+    assert_eq!(st.display_size.as_deref(), Some("5.0 GiB"));
+    // 5 GiB + 10% = 5.5 GiB, rounded up.
+    assert_eq!(
+        st.allocated_size.as_ref().map(|q| q.0.as_str()),
+        Some("6Gi")
+    );
+    assert_eq!(
+        (st.headroom_percent, st.mode),
+        (Some(10), Some(CachingMode::Shared))
+    );
+    assert_eq!(cond(&ready, "DownloadJobReady").1, "DownloadComplete");
+    valid_upstream(&ready);
+
+    let uid = ready.uid().unwrap();
+    let claim = names::artifact_child_name("big", &uid, "cache").unwrap();
+    assert_eq!(st.persistent_volume_claim.as_deref(), Some(claim.as_str()));
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), NS);
+    let pvc = pvcs.get(claim.as_str()).await.unwrap();
+    assert_eq!(
+        pvc.spec
+            .as_ref()
+            .unwrap()
+            .resources
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref()
+            .unwrap()["storage"]
+            .0,
+        "6Gi"
+    );
+
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    let download = jobs
+        .get(
+            names::artifact_child_name("big", &uid, "download")
+                .unwrap()
+                .as_str(),
+        )
+        .await
+        .unwrap();
+    let pod = download.spec.unwrap().template.spec.unwrap();
+    let c = &pod.containers[0];
+    assert_eq!(c.args.as_deref(), Some(&["hf://org/big".to_owned()][..]));
+    let env_of = |n: &str| {
+        c.env
+            .iter()
+            .flatten()
+            .find(|e| e.name == n)
+            .and_then(|e| e.value.clone())
+    };
+    assert_eq!(env_of("EXPECTED_SIZE_BYTES").as_deref(), Some("5368709120"));
+    assert_eq!(env_of("TARGET_DIR").as_deref(), Some("/cache"));
+    let psc = pod.security_context.unwrap();
+    assert_eq!(psc.run_as_non_root, Some(true));
+    let sc = c.security_context.clone().unwrap();
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(
+        sc.capabilities.unwrap().drop.unwrap(),
+        vec!["ALL".to_owned()]
+    );
+    assert_eq!(
+        psc.seccomp_profile
+            .map(|s| s.type_)
+            .or(sc.seccomp_profile.map(|s| s.type_))
+            .as_deref(),
+        Some("RuntimeDefault")
+    );
+    steady(&env, &api, "big").await;
+
+    // A bigger size later never resizes the claim.
+    api.patch(
+        "big",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(json!({
+        "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+        "metadata": {"name": "big", "namespace": NS},
+        "spec": {"sourceUri": "hf://org/big", "modelId": "org/big", "size": "100Gi"}})),
+    )
+    .await
+    .unwrap();
+    wait(&api, "big", "Ready again", phase_is(Phase::Ready)).await;
+    let pvc = pvcs.get(claim.as_str()).await.unwrap();
+    assert_eq!(
+        pvc.spec.unwrap().resources.unwrap().requests.unwrap()["storage"].0,
+        "6Gi"
+    );
+    steady(&env, &api, "big").await;
+}
+
+const FAILURES: &[(&str, &str)] = &[
+    (
+        "auth-download",
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url https://huggingface.co/org/auth",
+    ),
+    (
+        "missing-download",
+        "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url https://huggingface.co/api/models/org/missing",
+    ),
+    (
+        "full-download",
+        "OSError: [Errno 28] No space left on device: '/cache/org/full/model.safetensors'",
+    ),
+    (
+        "stall-download",
+        "download stalled: no progress for 120s, giving up",
+    ),
+    ("odd-download", "unexpected exit"),
+    (
+        "badsize-check-size",
+        "{\"url\":\"hf://org/badsize\",\"sizeBytes\":0}",
+    ),
+];
+
+#[tokio::test]
+async fn download_failures_are_classified() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(logs(FAILURES));
+    for (prefix, _) in FAILURES.iter().filter(|(p, _)| p.ends_with("-download")) {
+        env.cluster
+            .simulator()
+            .job_outcome(prefix, JobOutcome::Fail);
+    }
+    let cases = [
+        ("auth", Phase::Failed, "SourceAuthFailure"),
+        ("missing", Phase::Failed, "SourceNotFound"),
+        ("full", Phase::Failed, "StorageFull"),
+        ("odd", Phase::Failed, "DownloadFailed"),
+    ];
+    let mut apis = Vec::new();
+    for (name, _, _) in cases {
+        let uri = format!("hf://org/{name}");
+        apis.push(artifact(&env, name, json!({"sourceUri": uri, "size": "1Gi"})).await);
+    }
+    for ((name, phase, reason), api) in cases.iter().zip(&apis) {
+        let a = wait(api, name, &format!("{phase:?}"), phase_is(*phase)).await;
+        let (status, got, message) = cond(&a, "DownloadJobReady");
+        assert_eq!(
+            (status.as_str(), got.as_str()),
+            ("False", *reason),
+            "{name}: {message}"
+        );
+        assert_eq!(
+            cond(&a, "Ready").1,
+            *reason,
+            "{name}: the Ready reason is the root cause"
+        );
+        assert!(message.contains("job "), "{name}: {message}");
+        steady(&env, api, name).await;
+    }
+    let auth = apis[0].get("auth").await.unwrap();
+    assert_eq!(cond(&auth, "AuthValid").0, "False");
+
+    // The size check printed nonsense: InvalidModelSize, and no claim is made.
+    let api = artifact(&env, "badsize", json!({"sourceUri": "hf://org/badsize"})).await;
+    let a = wait(&api, "badsize", "Failed", phase_is(Phase::Failed)).await;
+    assert_eq!(cond(&a, "CheckSizeJobReady").1, "InvalidModelSize");
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), NS);
+    let claims = pvcs.list(&ListParams::default()).await.unwrap().items;
+    assert!(
+        !claims.iter().any(|c| c.name_any().starts_with("badsize")),
+        "{claims:#?}"
+    );
+
+    // A stalled transfer is infrastructure: Degraded (after the flap grace period), retried.
+    let api = artifact(
+        &env,
+        "stall",
+        json!({"sourceUri": "hf://org/stall", "size": "1Gi"}),
+    )
+    .await;
+    let stalled = |a: &AIMArtifact| {
+        a.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "DependenciesReachable" && c.status == "False")
+        })
+    };
+    wait(&api, "stall", "infrastructure error seen", stalled).await;
+    env.clock.advance(Duration::from_mins(1));
+    let touch = json!({"metadata": {"annotations": {"test/touch": "1"}}});
+    api.patch("stall", &PatchParams::default(), &Patch::Merge(&touch))
+        .await
+        .unwrap();
+    let a = wait(&api, "stall", "Degraded", |a: &AIMArtifact| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.status == Phase::Degraded)
+    })
+    .await;
+    let (status, reason, _) = cond(&a, "DownloadJobReady");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "DownloadTimeout")
+    );
+}
