@@ -589,22 +589,6 @@ fn config_controller<K: RuntimeConfigKind>(
     drive(base::<K>(client, n), engine, shutdown)
 }
 
-/// Every service in `namespace` (all services for `None`), to re-enqueue on a model or
-/// template change (resolution and selection read them).
-fn services_in(
-    store: Store<Guarded<AIMService>>,
-) -> impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<AIMService>>> + Send + Sync + Clone + 'static {
-    move |namespace: Option<&str>| {
-        store
-            .state()
-            .iter()
-            .filter_map(|g| g.0.as_ref().ok())
-            .filter(|s| namespace.is_none() || s.meta().namespace.as_deref() == namespace)
-            .map(|s| object_ref::<AIMService>(&s.name_any(), s.meta().namespace.as_deref()))
-            .collect()
-    }
-}
-
 fn service_controller(
     client: &Client,
     ctx: &Arc<Context>,
@@ -637,7 +621,8 @@ fn service_controller(
                 true,
             ),
         );
-    let by_ns = services_in(c.store());
+    // Resolution and selection read models and templates: re-enqueue their namespace's services.
+    let by_ns = all_in(c.store());
     // Shared caches have no owner: any cache change re-enqueues its namespace's services.
     let in_cache_ns = by_ns.clone();
     let c = c.watches(
@@ -711,7 +696,8 @@ fn source_controller(
 
 // Part 2, serving: the AIMTemplateCache and AIMArtifact controllers.
 
-/// Every object of `store` in `namespace` (all for `None`).
+/// Every object of `store` in `namespace` (all for `None`), to re-enqueue on a change of
+/// something they read (models, templates, unowned caches and artifacts).
 fn all_in<K>(
     store: Store<Guarded<K>>,
 ) -> impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + Clone + 'static

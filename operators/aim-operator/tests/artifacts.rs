@@ -6,7 +6,6 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aim_operator::artifact::{ArtifactPipeline, CONTROLLER};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kinfer_api::aim::{AIMArtifact, CachingMode};
@@ -16,6 +15,7 @@ use kinfer_testkit::simulator::{JobOutcome, LogHook};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
+use support::serving::*;
 use support::*;
 
 /// Logs by pod-name prefix (the Jobs are `<artifact>-<stage>-<hash>`).
@@ -48,37 +48,16 @@ fn phase_is(p: Phase) -> impl Fn(&AIMArtifact) -> bool {
 }
 
 fn cond(a: &AIMArtifact, t: &str) -> (String, String, String) {
-    let c = condition(&a.status.as_ref().unwrap().conditions, t)
-        .unwrap_or_else(|| panic!("{t} missing: {a:#?}"));
-    (c.status.clone(), c.reason.clone(), c.message.clone())
+    cond_in(&a.status.as_ref().unwrap().conditions, t)
 }
 
 fn valid_upstream(a: &AIMArtifact) {
-    let Some(shared) = kinfer_crdcheck::shared_dir() else {
-        return;
-    };
-    let crd = kinfer_crdcheck::load_yaml_documents(
-        &shared.join("reference/aim/crds/aim.eai.amd.com_aimartifacts.yaml"),
-    )
-    .remove(0);
-    let v = kinfer_crdcheck::SchemaValidator::from_crd(&crd, Some("v1alpha1")).unwrap();
-    let errors = v.errors(&serde_json::to_value(a).unwrap());
-    assert!(
-        errors.is_empty(),
-        "AIMArtifact invalid upstream: {errors:?}"
+    valid_against(
+        "reference/aim/crds",
+        "aim.eai.amd.com_aimartifacts.yaml",
+        "v1alpha1",
+        &serde_json::to_value(a).unwrap(),
     );
-}
-
-async fn steady(env: &Env, api: &Api<AIMArtifact>, name: &str) {
-    let live = api.get(name).await.unwrap();
-    let r = env
-        .reconcile_once(
-            ArtifactPipeline::new(Arc::clone(&env.ctx)),
-            CONTROLLER,
-            &live,
-        )
-        .await;
-    assert_eq!(r.writes(), 0, "artifact {name} steady: {r:?}");
 }
 
 #[tokio::test]
@@ -165,7 +144,7 @@ async fn size_check_then_claim_then_download() {
             .as_deref(),
         Some("RuntimeDefault")
     );
-    steady(&env, &api, "big").await;
+    steady(&env, NS).await;
 
     // A bigger size later never resizes the claim.
     api.patch(
@@ -184,7 +163,7 @@ async fn size_check_then_claim_then_download() {
         pvc.spec.unwrap().resources.unwrap().requests.unwrap()["storage"].0,
         "6Gi"
     );
-    steady(&env, &api, "big").await;
+    steady(&env, NS).await;
 }
 
 const FAILURES: &[(&str, &str)] = &[
@@ -245,7 +224,7 @@ async fn download_failures_are_classified() {
             "{name}: the Ready reason is the root cause"
         );
         assert!(message.contains("job "), "{name}: {message}");
-        steady(&env, api, name).await;
+        steady(&env, NS).await;
     }
     let auth = apis[0].get("auth").await.unwrap();
     assert_eq!(cond(&auth, "AuthValid").0, "False");

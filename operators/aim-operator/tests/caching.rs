@@ -6,24 +6,17 @@ mod support;
 
 use std::sync::Arc;
 
-use aim_operator::artifact::ArtifactPipeline;
-use aim_operator::cache::CachePipeline;
-use aim_operator::scheme::controller;
-use aim_operator::service::ServicePipeline;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
-use kinfer_api::aim::{
-    AIMArtifact, AIMModel, AIMService, AIMServiceState, AIMServiceTemplate, AIMTemplateCache,
-    CachingMode,
-};
+use kinfer_api::aim::{AIMArtifact, AIMService, AIMServiceState, AIMTemplateCache, CachingMode};
 use kinfer_api::kserve::InferenceService;
 use kinfer_api::phase::Phase;
 use kinfer_builders::naming::aim as names;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, CustomResourceExt, Resource, ResourceExt};
 use serde_json::json;
+use support::serving::*;
 use support::*;
 
-const IMAGE: &str = "ghcr.io/silogen/aim-dummy:0.1.0";
 const TEMPLATE: &str = "mi300x-lat-fp8";
 
 /// Discovery answers with its profile; every other pod (downloads) logs nothing.
@@ -39,23 +32,8 @@ fn discovery_hook() -> kinfer_testkit::simulator::LogHook {
 }
 
 async fn catalog(env: &Env, ns: &str) {
-    let models: Api<AIMModel> = Api::namespaced(env.client.clone(), ns);
-    apply_json(
-        &models,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMModel",
-               "metadata": {"name": "m", "namespace": ns},
-               "spec": {"image": IMAGE, "imageMetadata": {}}}),
-    )
-    .await;
-    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), ns);
-    apply_json(
-        &templates,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
-               "metadata": {"name": TEMPLATE, "namespace": ns},
-               "spec": {"modelName": "m", "metric": "latency", "precision": "fp8",
-                        "hardware": {"gpu": {"model": "MI300X", "requests": 1}}}}),
-    )
-    .await;
+    model(env, ns).await;
+    template(env, ns, TEMPLATE, "MI300X", "latency", "fp8").await;
 }
 
 async fn cluster() -> Env {
@@ -64,33 +42,6 @@ async fn cluster() -> Env {
     gpu_node(&env.client, "mi300x", "74a1").await;
     catalog(&env, NS).await;
     env
-}
-
-async fn service(env: &Env, ns: &str, name: &str, spec: serde_json::Value) -> Api<AIMService> {
-    let services: Api<AIMService> = Api::namespaced(env.client.clone(), ns);
-    apply_json(
-        &services,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMService",
-               "metadata": {"name": name, "namespace": ns}, "spec": spec}),
-    )
-    .await;
-    services
-}
-
-fn state_is(s: AIMServiceState) -> impl Fn(&AIMService) -> bool {
-    move |svc: &AIMService| {
-        svc.status
-            .as_ref()
-            .is_some_and(|st| st.status == s && st.observed_generation == svc.meta().generation)
-    }
-}
-
-fn cond(
-    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-    t: &str,
-) -> (String, String, String) {
-    let c = condition(conditions, t).unwrap_or_else(|| panic!("{t} missing: {conditions:#?}"));
-    (c.status.clone(), c.reason.clone(), c.message.clone())
 }
 
 fn phase_is<K>(p: Phase) -> impl Fn(&K) -> bool
@@ -110,50 +61,7 @@ fn valid<K: CustomResourceExt + serde::Serialize>(obj: &K) {
 
 /// And, for the kinds upstream defines, against upstream's CRD.
 fn valid_upstream(file: &str, obj: &serde_json::Value) {
-    let Some(shared) = kinfer_crdcheck::shared_dir() else {
-        return;
-    };
-    let path = shared.join("reference/aim/crds").join(file);
-    let crd = kinfer_crdcheck::load_yaml_documents(&path).remove(0);
-    let v = kinfer_crdcheck::SchemaValidator::from_crd(&crd, Some("v1alpha1")).unwrap();
-    let errors = v.errors(obj);
-    assert!(errors.is_empty(), "{file}: {errors:?}");
-}
-
-async fn steady(env: &Env, ns: &str) {
-    let services: Api<AIMService> = Api::namespaced(env.client.clone(), ns);
-    for s in services.list(&ListParams::default()).await.unwrap() {
-        let r = env
-            .reconcile_once(
-                ServicePipeline::new(Arc::clone(&env.ctx)),
-                controller::SERVICE,
-                &s,
-            )
-            .await;
-        assert_eq!(r.writes(), 0, "service {} steady: {r:?}", s.name_any());
-    }
-    let caches: Api<AIMTemplateCache> = Api::namespaced(env.client.clone(), ns);
-    for c in caches.list(&ListParams::default()).await.unwrap() {
-        let r = env
-            .reconcile_once(
-                CachePipeline::new(Arc::clone(&env.ctx)),
-                aim_operator::cache::CONTROLLER,
-                &c,
-            )
-            .await;
-        assert_eq!(r.writes(), 0, "cache {} steady: {r:?}", c.name_any());
-    }
-    let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), ns);
-    for a in artifacts.list(&ListParams::default()).await.unwrap() {
-        let r = env
-            .reconcile_once(
-                ArtifactPipeline::new(Arc::clone(&env.ctx)),
-                aim_operator::artifact::CONTROLLER,
-                &a,
-            )
-            .await;
-        assert_eq!(r.writes(), 0, "artifact {} steady: {r:?}", a.name_any());
-    }
+    valid_against("reference/aim/crds", file, "v1alpha1", obj);
 }
 
 fn mounts(isvc: &InferenceService) -> Vec<(String, String)> {
@@ -235,10 +143,7 @@ async fn shared_cache_is_reused_by_two_services_and_outlives_them_when_ready() {
     };
     assert_eq!(cache_ref(&a_live), cache_ref(&b_live));
     assert_eq!(cache_ref(&a_live).name.as_deref(), Some(name.as_str()));
-    assert_eq!(
-        cond(&a_live.status.as_ref().unwrap().conditions, "CacheReady").0,
-        "True"
-    );
+    assert_eq!(cond(&a_live, "CacheReady").0, "True");
 
     let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
     let arts = artifacts.list(&ListParams::default()).await.unwrap().items;
@@ -395,24 +300,18 @@ async fn custom_model_service_caches_its_source_and_surfaces_a_failed_download()
     let m = mounts(&isvc);
     assert_eq!(m.len(), 1);
     assert_eq!(m[0].1, "/workspace/cache/org/custom");
-    assert_eq!(
-        cond(&live.status.as_ref().unwrap().conditions, "CacheReady").0,
-        "True"
-    );
+    assert_eq!(cond(&live, "CacheReady").0, "True");
 
     let bad = service(&env, NS, "gated", custom("hf://org/gated", "org/gated")).await;
     let failed = wait(&bad, "gated", "Failed", state_is(AIMServiceState::Failed)).await;
-    let (status, reason, message) = cond(&failed.status.as_ref().unwrap().conditions, "CacheReady");
+    let (status, reason, message) = cond(&failed, "CacheReady");
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "SourceAuthFailure"),
         "{message}"
     );
     assert!(message.contains("gated repo"), "{message}");
-    let (status, reason, _) = cond(
-        &failed.status.as_ref().unwrap().conditions,
-        "InferenceServiceReady",
-    );
+    let (status, reason, _) = cond(&failed, "InferenceServiceReady");
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "WaitingForDependencies")
@@ -473,7 +372,7 @@ async fn deletion_removes_the_services_unready_caches_and_never_blocks_the_names
             .finalizers()
             .contains(&aim_operator::cache::FINALIZER.to_owned())
     );
-    let (_, reason, _) = cond(&cache.status.as_ref().unwrap().conditions, "ArtifactsReady");
+    let (_, reason, _) = cond_in(&cache.status.as_ref().unwrap().conditions, "ArtifactsReady");
     assert_eq!(reason, "SourceAuthFailure");
     let art_name = cache.status.as_ref().unwrap().artifacts["org/gated"]
         .name
@@ -490,19 +389,8 @@ async fn deletion_removes_the_services_unready_caches_and_never_blocks_the_names
 
     // The same in a namespace that is being deleted: nothing holds it up.
     let doomed = "doomed";
+    namespace(&env.client, doomed).await;
     let nss: Api<Namespace> = Api::all(env.client.clone());
-    nss.create(
-        &PostParams::default(),
-        &Namespace {
-            metadata: ObjectMeta {
-                name: Some(doomed.into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        },
-    )
-    .await
-    .unwrap();
     let doomed_services =
         service(&env, doomed, "gated", custom("hf://org/gated", "org/gated")).await;
     wait(
@@ -534,7 +422,7 @@ async fn autoscaled_service_gets_an_hpa_and_reports_replicas() {
     )
     .await;
     let st = live.status.as_ref().unwrap();
-    assert_eq!(cond(&st.conditions, "HPAReady").0, "True");
+    assert_eq!(cond_in(&st.conditions, "HPAReady").0, "True");
     let runtime = st.runtime.as_ref().unwrap();
     assert_eq!(
         (
@@ -592,10 +480,7 @@ async fn image_pull_errors_of_inference_pods_are_classified() {
             .is_some_and(|st| st.status == AIMServiceState::Failed)
     })
     .await;
-    let (status, reason, message) = cond(
-        &failed.status.as_ref().unwrap().conditions,
-        "InferenceServicePodsReady",
-    );
+    let (status, reason, message) = cond(&failed, "InferenceServicePodsReady");
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "ImagePullAuthFailure"),

@@ -42,7 +42,7 @@ use kinfer_state::health::ComponentHealth;
 use kinfer_state::pipeline::{
     ChildKind, Children, DesiredError, DesiredObject, Observation, Pipeline, PlanResult,
 };
-use kinfer_state::{Categorize, CategorizedError, ErrorCategory, OverallStatus, Reason};
+use kinfer_state::{CategorizedError, ErrorCategory, OverallStatus, Reason};
 use kube::{Client, ResourceExt};
 
 use self::fetch::Fetched;
@@ -70,20 +70,6 @@ pub struct ArtifactState {
     pub claim_status: Option<(String, Option<Quantity>)>,
     /// The download Job to apply.
     pub download: Option<Job>,
-}
-
-/// Errors of the artifact's plan step (InvalidSpec).
-#[derive(Debug, thiserror::Error)]
-pub enum ArtifactPlanError {
-    /// A child does not serialise.
-    #[error(transparent)]
-    Serialize(#[from] DesiredError),
-}
-
-impl Categorize for ArtifactPlanError {
-    fn category(&self) -> ErrorCategory {
-        ErrorCategory::InvalidSpec
-    }
 }
 
 /// The AIMArtifact pipeline.
@@ -160,7 +146,7 @@ impl Pipeline for ArtifactPipeline {
     type Object = AIMArtifact;
     type Fetched = Fetched;
     type State = ArtifactState;
-    type PlanError = ArtifactPlanError;
+    type PlanError = DesiredError;
 
     fn child_kinds(&self) -> Vec<ChildKind> {
         vec![
@@ -257,7 +243,7 @@ impl Pipeline for ArtifactPipeline {
         &self,
         _object: &AIMArtifact,
         observation: &Observation<ArtifactState>,
-    ) -> Result<PlanResult, ArtifactPlanError> {
+    ) -> Result<PlanResult, DesiredError> {
         let s = &observation.state;
         let mut plan = PlanResult::default();
         for job in [&s.check_size, &s.download].into_iter().flatten() {

@@ -19,15 +19,11 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kinfer_api::aim::{AIMArtifact, AIMTemplateCache, AIMTemplateCacheStatus, CachingMode};
-use kinfer_api::phase::Phase;
 use kinfer_state::health::ComponentHealth;
 use kinfer_state::pipeline::{
     ChildKind, Children, DesiredError, DesiredObject, Observation, Pipeline, PlanResult,
 };
-use kinfer_state::{
-    Categorize, CategorizeIn, CategorizedError, Direction, ErrorCategory, OverallStatus,
-};
-use kube::api::{DeleteParams, ListParams};
+use kinfer_state::{CategorizedError, OverallStatus};
 use kube::{Api, Client, ResourceExt};
 
 use self::compose::{CREATOR_LABEL, SourceArtifact};
@@ -52,20 +48,6 @@ pub struct CacheState {
     pub artifacts: Vec<SourceArtifact>,
 }
 
-/// Errors of the cache's plan step (InvalidSpec).
-#[derive(Debug, thiserror::Error)]
-pub enum CachePlanError {
-    /// A child does not serialise.
-    #[error(transparent)]
-    Serialize(#[from] DesiredError),
-}
-
-impl Categorize for CachePlanError {
-    fn category(&self) -> ErrorCategory {
-        ErrorCategory::InvalidSpec
-    }
-}
-
 /// The AIMTemplateCache pipeline.
 #[derive(Debug)]
 pub struct CachePipeline {
@@ -83,7 +65,7 @@ impl Pipeline for CachePipeline {
     type Object = AIMTemplateCache;
     type Fetched = Fetched;
     type State = CacheState;
-    type PlanError = CachePlanError;
+    type PlanError = DesiredError;
 
     fn child_kinds(&self) -> Vec<ChildKind> {
         // Artifacts hold downloads: never pruned (owned ones go with the cache).
@@ -105,23 +87,7 @@ impl Pipeline for CachePipeline {
             "{CREATOR_LABEL}={}",
             scheme::label_value(&object.name_any())
         );
-        let list = api
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|e| e.categorize_in(Direction::Downstream))?;
-        for a in list.items {
-            let ready = a.status.as_ref().is_some_and(|s| s.status == Phase::Ready);
-            if ready || a.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            tracing::info!(artifact = %a.name_any(), "deleting the cache's non-Ready artifact");
-            match api.delete(&a.name_any(), &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(e.categorize_in(Direction::Downstream)),
-            }
-        }
-        Ok(())
+        crate::service::cleanup::delete_unready(&api, &selector).await
     }
 
     async fn fetch(
@@ -194,7 +160,7 @@ impl Pipeline for CachePipeline {
         &self,
         object: &AIMTemplateCache,
         observation: &Observation<CacheState>,
-    ) -> Result<PlanResult, CachePlanError> {
+    ) -> Result<PlanResult, DesiredError> {
         let mut plan = PlanResult::default();
         for a in &observation.state.artifacts {
             if let Some(d) = &a.desired {

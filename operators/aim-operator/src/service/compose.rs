@@ -282,24 +282,29 @@ fn has_overrides(o: Option<&AIMRuntimeParameters>) -> bool {
     o.is_some_and(|o| o.metric.is_some() || o.precision.is_some() || o.hardware.is_some())
 }
 
+/// What automatic selection weighs for `svc` running `model`: the pool (the model's templates,
+/// derived ones excluded), each as a [`Candidate`] (status; profile type from the discovered
+/// profile; metric and precision from the spec, else the profile; GPU model and count from
+/// `status.resolvedHardware`, else the spec, the model else the profile's GPU), and the
+/// service's [`Request`] (overrides, `allowUnoptimized`). The one mapping the operator and
+/// `kinfer explain template` share.
+pub fn selection_inputs<'a>(
+    svc: &AIMService,
+    model: &str,
+    templates: &'a [TemplateInfo],
+) -> (Vec<&'a TemplateInfo>, Vec<Candidate>, Request) {
+    let pool: Vec<&TemplateInfo> = templates
+        .iter()
+        .filter(|t| !t.derived && t.spec.model_name == model)
+        .collect();
+    let candidates = pool.iter().map(|t| candidate(t)).collect();
+    (pool, candidates, request(svc))
+}
+
 fn candidate(t: &TemplateInfo) -> Candidate {
-    let status = t.status.as_ref();
-    let meta = status
-        .and_then(|s| s.profile.as_ref())
-        .and_then(|p| p.metadata.as_ref());
-    let gpu = status
-        .and_then(|s| s.resolved_hardware.as_ref())
-        .or(t.spec.parameters.hardware.as_ref())
-        .and_then(|h| h.gpu.as_ref());
-    let json = |v: serde_json::Value| v.as_str().map(str::to_owned);
-    let metric = t.spec.parameters.metric.clone().or_else(|| {
-        meta.and_then(|m| m.metric)
-            .and_then(|m| json(serde_json::json!(m)))
-    });
-    let precision = t.spec.parameters.precision.clone().or_else(|| {
-        meta.and_then(|m| m.precision)
-            .and_then(|p| json(serde_json::json!(p)))
-    });
+    let meta = t.profile_metadata();
+    let gpu = t.gpu();
+    let (metric, precision) = (t.metric(), t.precision());
     let profile_type = match meta.and_then(|m| m.r#type) {
         Some(kinfer_api::aim::template::AIMProfileType::Optimized) => Some(ProfileType::Optimized),
         Some(kinfer_api::aim::template::AIMProfileType::Preview) => Some(ProfileType::Preview),
@@ -530,12 +535,8 @@ pub fn resolve_template(
             );
         }
     } else {
-        let pool: Vec<&TemplateInfo> = templates
-            .iter()
-            .filter(|t| !t.derived && t.spec.model_name == model.name)
-            .collect();
-        let candidates: Vec<Candidate> = pool.iter().map(|t| candidate(t)).collect();
-        let selection = kinfer_select::select(&candidates, &request(svc), &gpus.model_set());
+        let (pool, candidates, request) = selection_inputs(svc, &model.name, templates);
+        let selection = kinfer_select::select(&candidates, &request, &gpus.model_set());
         let reason = selection.outcome.reason().to_string();
         let message = selection.message();
         match &selection.outcome {

@@ -12,8 +12,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kinfer_api::aim::common::AIMGpuRequirements;
 use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
-use kinfer_api::aim::template::AIMTemplateCachingConfig;
+use kinfer_api::aim::template::{AIMProfileMetadata, AIMTemplateCachingConfig};
 use kinfer_api::aim::{
     AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMServiceTemplate,
     AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
@@ -68,6 +69,41 @@ impl TemplateInfo {
         self.status.as_ref().map(|s| s.status).unwrap_or_default()
     }
 
+    /// The discovered profile's metadata.
+    pub fn profile_metadata(&self) -> Option<&AIMProfileMetadata> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.profile.as_ref())
+            .and_then(|p| p.metadata.as_ref())
+    }
+
+    /// The GPU: `status.resolvedHardware`, else the spec's hardware.
+    pub fn gpu(&self) -> Option<&AIMGpuRequirements> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.resolved_hardware.as_ref())
+            .or(self.spec.parameters.hardware.as_ref())
+            .and_then(|h| h.gpu.as_ref())
+    }
+
+    /// The metric: the spec's, else the discovered profile's.
+    pub fn metric(&self) -> Option<String> {
+        self.spec
+            .parameters
+            .metric
+            .clone()
+            .or_else(|| wire_name(self.profile_metadata().and_then(|m| m.metric)))
+    }
+
+    /// The precision: the spec's, else the discovered profile's.
+    pub fn precision(&self) -> Option<String> {
+        self.spec
+            .parameters
+            .precision
+            .clone()
+            .or_else(|| wire_name(self.profile_metadata().and_then(|m| m.precision)))
+    }
+
     /// For `status.resolvedTemplate`.
     pub fn reference(&self) -> ResolvedReference {
         ResolvedReference {
@@ -84,6 +120,12 @@ impl TemplateInfo {
             uid: self.uid.clone(),
         }
     }
+}
+
+/// An enum's serialised name (`latency`, `fp8`).
+fn wire_name<T: serde::Serialize>(v: Option<T>) -> Option<String> {
+    v.and_then(|v| serde_json::to_value(v).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
 }
 
 /// What the service's fetch step read.
@@ -162,6 +204,36 @@ fn is_derived<K: Resource>(t: &K) -> bool {
         .is_some_and(|v| v == super::DERIVED)
 }
 
+impl From<AIMServiceTemplate> for TemplateInfo {
+    fn from(t: AIMServiceTemplate) -> Self {
+        Self {
+            name: t.name_any(),
+            scope: ResolutionScope::Namespace,
+            namespace: t.namespace(),
+            uid: t.uid(),
+            derived: is_derived(&t),
+            spec: t.spec.common,
+            caching: t.spec.caching,
+            status: t.status,
+        }
+    }
+}
+
+impl From<AIMClusterServiceTemplate> for TemplateInfo {
+    fn from(t: AIMClusterServiceTemplate) -> Self {
+        Self {
+            name: t.name_any(),
+            scope: ResolutionScope::Cluster,
+            namespace: None,
+            uid: t.uid(),
+            derived: is_derived(&t),
+            spec: t.spec.0,
+            caching: None,
+            status: t.status,
+        }
+    }
+}
+
 async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, CategorizedError> {
     let lp = ListParams::default();
     let mut out: Vec<TemplateInfo> = Api::<AIMServiceTemplate>::namespaced(client.clone(), ns)
@@ -170,16 +242,7 @@ async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, Categ
         .map_err(up)?
         .items
         .into_iter()
-        .map(|t| TemplateInfo {
-            name: t.name_any(),
-            scope: ResolutionScope::Namespace,
-            namespace: Some(ns.to_owned()),
-            uid: t.uid(),
-            derived: is_derived(&t),
-            spec: t.spec.common,
-            caching: t.spec.caching,
-            status: t.status,
-        })
+        .map(TemplateInfo::from)
         .collect();
     out.extend(
         Api::<AIMClusterServiceTemplate>::all(client.clone())
@@ -188,16 +251,7 @@ async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, Categ
             .map_err(up)?
             .items
             .into_iter()
-            .map(|t| TemplateInfo {
-                name: t.name_any(),
-                scope: ResolutionScope::Cluster,
-                namespace: None,
-                uid: t.uid(),
-                derived: is_derived(&t),
-                spec: t.spec.0,
-                caching: None,
-                status: t.status,
-            }),
+            .map(TemplateInfo::from),
     );
     Ok(out)
 }

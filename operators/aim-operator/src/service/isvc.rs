@@ -50,11 +50,6 @@ pub fn k8s_env(
         .collect()
 }
 
-fn profile_str<T: serde::Serialize>(v: Option<T>) -> Option<String> {
-    v.and_then(|v| serde_json::to_value(v).ok())
-        .and_then(|v| v.as_str().map(str::to_owned))
-}
-
 /// The InferenceService input of a service with its model and Ready template.
 pub fn isvc_input(
     svc: &AIMService,
@@ -65,20 +60,13 @@ pub fn isvc_input(
     manager: &str,
 ) -> Result<InferenceServiceInput, kinfer_builders::Error> {
     let status = t.status.as_ref();
-    let meta = status
-        .and_then(|s| s.profile.as_ref())
-        .and_then(|p| p.metadata.as_ref());
-    let gpu = status
-        .and_then(|s| s.resolved_hardware.as_ref())
-        .or(t.spec.parameters.hardware.as_ref())
-        .and_then(|h| h.gpu.as_ref())
-        .and_then(|g| {
-            let count = i64::from(g.requests.unwrap_or(0));
-            (count > 0).then(|| Gpu {
-                count,
-                resource_name: Some(g.resource_name.clone()),
-            })
-        });
+    let gpu = t.gpu().and_then(|g| {
+        let count = i64::from(g.requests.unwrap_or(0));
+        (count > 0).then(|| Gpu {
+            count,
+            resource_name: Some(g.resource_name.clone()),
+        })
+    });
     let mut secrets: Vec<String> = Vec::new();
     for s in model
         .spec
@@ -111,18 +99,8 @@ pub fn isvc_input(
         env: AimEnv {
             runtime_config: k8s_env(rc.map(|r| r.spec.env.as_slice()).unwrap_or_default())?,
             profile_id: t.spec.profile_id.clone(),
-            metric: t
-                .spec
-                .parameters
-                .metric
-                .clone()
-                .or_else(|| profile_str(meta.and_then(|m| m.metric))),
-            precision: t
-                .spec
-                .parameters
-                .precision
-                .clone()
-                .or_else(|| profile_str(meta.and_then(|m| m.precision))),
+            metric: t.metric(),
+            precision: t.precision(),
             template: k8s_env(&t.spec.env)?,
             profile: status
                 .and_then(|s| s.profile.as_ref())

@@ -224,3 +224,4 @@ pub fn condition<'a>(
     conditions.iter().find(|c| c.type_ == type_)
 }
 pub mod registry;
+pub mod serving;
