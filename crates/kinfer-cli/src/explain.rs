@@ -10,7 +10,7 @@
 //!   AIMClusterModel), or `spec.model.image` (the model, namespace first, whose `spec.image`
 //!   is that image); inline custom models are not explained;
 //! - candidates and request: the operator's own mapping
-//!   ([`aim_operator::service::compose::selection_inputs`]) over the namespace's
+//!   ([`aim_operator::service::selection::selection_inputs`]) over the namespace's
 //!   AIMServiceTemplates and every AIMClusterServiceTemplate (the model's templates, derived
 //!   ones excluded), so the explanation cannot disagree with what the operator selects;
 //! - cluster GPUs: the GPUs [`kinfer_select::gpu::ClusterGpus`] identifies on the input Nodes
@@ -21,9 +21,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use anyhow::{Context, Result, anyhow, bail};
-use aim_operator::service::compose::selection_inputs;
 use aim_operator::service::fetch::TemplateInfo;
+use aim_operator::service::selection::selection_inputs;
+use anyhow::{Context, Result, anyhow, bail};
 use kinfer_api::aim::{AIMClusterServiceTemplate, AIMService, AIMServiceTemplate};
 use kinfer_select::gpu::ClusterGpus;
 use serde_json::Value;
@@ -90,15 +90,15 @@ fn model_of(service: &Value, namespace: &str, objects: &[Value]) -> Result<(bool
 }
 
 /// The service and its namespace's and the cluster's templates, typed for the operator's
-/// selection mapping ([`aim_operator::service::compose::selection_inputs`]). Objects that do
+/// selection mapping ([`aim_operator::service::selection::selection_inputs`]). Objects that do
 /// not decode are left out (the render step already reported them).
 fn typed(
     service: &Value,
     namespace: &str,
     objects: &[Value],
 ) -> Result<(AIMService, Vec<TemplateInfo>)> {
-    let svc: AIMService = serde_json::from_value(service.clone())
-        .context("the AIMService does not decode")?;
+    let svc: AIMService =
+        serde_json::from_value(service.clone()).context("the AIMService does not decode")?;
     let mut templates: Vec<TemplateInfo> = objects
         .iter()
         .filter(|o| is(o, "AIMServiceTemplate") && o["metadata"]["namespace"] == namespace)

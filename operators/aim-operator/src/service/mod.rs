@@ -27,6 +27,7 @@ pub mod fetch;
 pub mod isvc;
 pub mod path;
 pub mod runtime;
+pub mod selection;
 
 use std::sync::Arc;
 
