@@ -650,7 +650,7 @@ fn service_controller(
                 .collect::<Vec<_>>()
         },
     );
-    let (in_model_ns, all_models, in_template_ns) = (by_ns.clone(), by_ns.clone(), by_ns.clone());
+    let (in_model_ns, all_models) = (by_ns.clone(), by_ns.clone());
     let c = c
         .watches(
             Api::<AIMModel>::all(client.clone()),
@@ -661,17 +661,8 @@ fn service_controller(
             Api::<AIMClusterModel>::all(client.clone()),
             watcher::Config::default(),
             move |_| all_models(None),
-        )
-        .watches(
-            Api::<AIMServiceTemplate>::all(client.clone()),
-            watcher::Config::default(),
-            move |t| in_template_ns(t.meta().namespace.as_deref()),
-        )
-        .watches(
-            Api::<AIMClusterServiceTemplate>::all(client.clone()),
-            watcher::Config::default(),
-            move |_| by_ns(None),
         );
+    let c = with_template_watches(c, client, by_ns);
     let c = with_config_watches(c, client, |s: &AIMService| {
         s.spec.runtime_config_name.as_deref()
     });
@@ -716,6 +707,29 @@ where
     }
 }
 
+/// Re-enqueues through `by_ns` on template changes: a namespace template's namespace, every
+/// namespace for a cluster template.
+fn with_template_watches<K>(
+    c: Controller<Guarded<K>>,
+    client: &Client,
+    by_ns: impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + Clone + 'static,
+) -> Controller<Guarded<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let in_template_ns = by_ns.clone();
+    c.watches(
+        Api::<AIMServiceTemplate>::all(client.clone()),
+        watcher::Config::default(),
+        move |t| in_template_ns(t.meta().namespace.as_deref()),
+    )
+    .watches(
+        Api::<AIMClusterServiceTemplate>::all(client.clone()),
+        watcher::Config::default(),
+        move |_| by_ns(None),
+    )
+}
+
 fn serving_controllers(
     client: &Client,
     ctx: &Arc<Context>,
@@ -736,23 +750,13 @@ fn serving_controllers(
         // namespace's caches (all caches for cluster templates).
         let base = base::<AIMTemplateCache>(client, n);
         let by_ns = all_in(base.store());
-        let (on_artifact, on_template, on_cluster) = (by_ns.clone(), by_ns.clone(), by_ns);
-        let c = base
-            .watches(
-                Api::<AIMArtifact>::all(client.clone()),
-                watcher::Config::default(),
-                move |a| on_artifact(a.meta().namespace.as_deref()),
-            )
-            .watches(
-                Api::<AIMServiceTemplate>::all(client.clone()),
-                watcher::Config::default(),
-                move |t| on_template(t.meta().namespace.as_deref()),
-            )
-            .watches(
-                Api::<AIMClusterServiceTemplate>::all(client.clone()),
-                watcher::Config::default(),
-                move |_| on_cluster(None),
-            );
+        let on_artifact = by_ns.clone();
+        let c = base.watches(
+            Api::<AIMArtifact>::all(client.clone()),
+            watcher::Config::default(),
+            move |a| on_artifact(a.meta().namespace.as_deref()),
+        );
+        let c = with_template_watches(c, client, by_ns);
         let c = with_config_watches(c, client, |tc: &AIMTemplateCache| {
             tc.spec.runtime_config_name.as_deref()
         });

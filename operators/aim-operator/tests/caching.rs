@@ -276,8 +276,8 @@ fn gated_hook() -> kinfer_testkit::simulator::LogHook {
     })
 }
 
-#[tokio::test]
-async fn custom_model_service_caches_its_source_and_surfaces_a_failed_download() {
+/// A cluster where downloads of `hf://org/gated` fail as a gated repository would.
+async fn gated_cluster() -> Env {
     let env = start().await;
     env.cluster.simulator().set_log_hook(gated_hook());
     env.cluster.simulator().job_outcome(
@@ -285,6 +285,12 @@ async fn custom_model_service_caches_its_source_and_surfaces_a_failed_download()
         kinfer_testkit::simulator::JobOutcome::Fail,
     );
     gpu_node(&env.client, "mi300x", "74a1").await;
+    env
+}
+
+#[tokio::test]
+async fn custom_model_service_caches_its_source_and_surfaces_a_failed_download() {
+    let env = gated_cluster().await;
 
     let ok = service(&env, NS, "custom", custom("hf://org/custom", "org/custom")).await;
     let live = wait(&ok, "custom", "Running", state_is(AIMServiceState::Running)).await;
@@ -332,13 +338,7 @@ async fn custom_model_service_caches_its_source_and_surfaces_a_failed_download()
 
 #[tokio::test]
 async fn deletion_removes_the_services_unready_caches_and_never_blocks_the_namespace() {
-    let env = start().await;
-    env.cluster.simulator().set_log_hook(gated_hook());
-    env.cluster.simulator().job_outcome(
-        "hf---org-gated",
-        kinfer_testkit::simulator::JobOutcome::Fail,
-    );
-    gpu_node(&env.client, "mi300x", "74a1").await;
+    let env = gated_cluster().await;
     let services = service(&env, NS, "gated", custom("hf://org/gated", "org/gated")).await;
     let live = wait(
         &services,
@@ -486,4 +486,80 @@ async fn image_pull_errors_of_inference_pods_are_classified() {
         ("False", "ImagePullAuthFailure"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn upstream_template_cache_sample_reaches_ready() {
+    let Some(shared) = kinfer_crdcheck::shared_dir() else {
+        return;
+    };
+    let env = start().await;
+    // The sample's template: inline sources, so no discovery is needed.
+    let templates: Api<kinfer_api::aim::AIMServiceTemplate> =
+        Api::namespaced(env.client.clone(), NS);
+    apply_json(
+        &templates,
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
+               "metadata": {"name": "happy-path-namespace", "namespace": NS},
+               "spec": {"modelName": "m",
+                        "modelSources": [{"modelId": "org/happy", "sourceUri": "hf://org/happy", "size": "1Gi"}]}}),
+    )
+    .await;
+    let mut sample = kinfer_crdcheck::load_yaml_documents(
+        &shared.join("reference/aim/samples/aim-engine_10_aimtemplatecache.yaml"),
+    )
+    .remove(0);
+    sample["metadata"]["namespace"] = json!(NS);
+    let caches: Api<AIMTemplateCache> = Api::namespaced(env.client.clone(), NS);
+    apply_json(&caches, sample).await;
+    let cache = wait(
+        &caches,
+        "happy-path-namespace",
+        "Ready",
+        phase_is(Phase::Ready),
+    )
+    .await;
+    let st = cache.status.as_ref().unwrap();
+    assert_eq!(
+        st.resolved_template_kind.as_deref(),
+        Some("AIMServiceTemplate")
+    );
+    assert_eq!(
+        cond_in(&st.conditions, "ArtifactsReady").1,
+        "AllArtifactsReady"
+    );
+    let entry = &st.artifacts["org/happy"];
+    assert_eq!(entry.status, "Ready");
+    assert_eq!(
+        entry.mount_point.as_deref(),
+        Some("/workspace/cache/org/happy")
+    );
+    let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
+    let art = artifacts.get(&entry.name).await.unwrap();
+    assert!(
+        art.owner_references().is_empty(),
+        "a shared cache's artifact has no owner"
+    );
+    assert_eq!(
+        art.spec.env[0].name, "HF_TOKEN",
+        "the cache's env reaches the download"
+    );
+    assert_eq!(art.spec.model_id.as_deref(), Some("org/happy"));
+    assert_eq!(
+        art.labels()["aim.eai.amd.com/template-cache"],
+        "happy-path-namespace"
+    );
+    valid_upstream(
+        "aim.eai.amd.com_aimtemplatecaches.yaml",
+        &serde_json::to_value(&cache).unwrap(),
+    );
+    steady(&env, NS).await;
+
+    // Deleting a Ready cache keeps its Ready shared artifact for reuse.
+    caches
+        .delete("happy-path-namespace", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&caches, "happy-path-namespace").await;
+    assert!(artifacts.get_opt(&entry.name).await.unwrap().is_some());
 }
