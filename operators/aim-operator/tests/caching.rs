@@ -191,6 +191,37 @@ async fn shared_cache_is_reused_by_two_services_and_outlives_them_when_ready() {
     }
     steady(&env, NS).await;
 
+    // The cache is recreated (deleted by hand): serving is not interrupted meanwhile, and the
+    // new cache reuses the Ready artifact.
+    let isvc_a = names::inference_service_name("a", NS).unwrap();
+    let before = isvcs.get(isvc_a.as_str()).await.unwrap();
+    caches
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let old_uid = cache.uid();
+    wait(
+        &caches,
+        &name,
+        "recreated and Ready",
+        |c: &AIMTemplateCache| {
+            c.uid() != old_uid && c.status.as_ref().is_some_and(|s| s.status == Phase::Ready)
+        },
+    )
+    .await;
+    let after = isvcs.get(isvc_a.as_str()).await.unwrap();
+    assert_eq!(after.uid(), before.uid(), "the InferenceService was kept");
+    assert_eq!(mounts(&after), mounts(&before));
+    assert_eq!(
+        artifacts
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+
     // The Ready shared cache survives its creator and the other service keeps running.
     a.delete("a", &DeleteParams::default()).await.unwrap();
     wait_gone(&a, "a").await;

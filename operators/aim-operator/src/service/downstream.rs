@@ -7,7 +7,10 @@
 //! - The InferenceService input is built only when the model is Ready (or Degraded: some
 //!   template works), the template is Ready and the cache is Ready (its artifacts become the
 //!   volume mounts); until then `InferenceService` is Pending `WaitingForDependencies`, naming
-//!   what it waits for. A name that cannot fit or an input that does not build is InvalidSpec.
+//!   what it waits for. Once the InferenceService exists it is kept with its live cache
+//!   volumes while the cache is not Ready (upstream: created once the cache is Ready, then
+//!   always re-applied). A name that cannot fit or an input that does not build is
+//!   InvalidSpec.
 //! - `InferenceServicePods` once the InferenceService exists, `HPA` when autoscaling
 //!   ([`super::runtime`]).
 //! - `HTTPRoute` when routing is on ([`super::compose::route`]): the live route's parent
@@ -137,7 +140,20 @@ pub fn compose(
         }
         _ => None,
     };
-    let mounts = cache.as_ref().and_then(|c| c.mounts.clone());
+    // Once the InferenceService exists it is kept: a cache that is not Ready for a moment
+    // (recreated, re-listed) must not take serving down, so its live cache volumes stay.
+    let live_mounts = match &name {
+        Ok(n) => children
+            .fetch::<InferenceService>(Some(&ns), n)
+            .ok()
+            .flatten()
+            .map(|live| isvc::cache_mounts(&live)),
+        Err(_) => None,
+    };
+    let mounts = cache
+        .as_ref()
+        .and_then(|c| c.mounts.clone())
+        .or(live_mounts);
     let built = match (model, r.template, &name, mounts) {
         (Some(m), Some(t), Ok(_), Some(mounts)) => {
             Some(isvc::isvc_input(object, m, t, r.rc, mounts, r.manager))

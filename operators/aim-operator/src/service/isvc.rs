@@ -9,7 +9,10 @@
 //! a namespace too long for `<isvc>-predictor-<namespace>` is InvalidSpec `NameTooLong`.
 
 use kinfer_api::aim::AIMService;
-use kinfer_builders::kserve::{AimEnv, CacheMount, Gpu, InferenceServiceInput, Scaling};
+use kinfer_api::kserve::InferenceService;
+use kinfer_builders::kserve::{
+    AimEnv, CACHE_PATH, CacheMount, Gpu, InferenceServiceInput, Scaling,
+};
 use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
 use kinfer_state::{CategorizedError, ErrorCategory, Reason};
 use kube::ResourceExt;
@@ -135,4 +138,29 @@ pub fn isvc_name(svc: &AIMService) -> Result<String, CategorizedError> {
         )
         .with_reason(Reason::custom("NameTooLong"))
     })
+}
+
+/// The cache volumes a live InferenceService mounts (PVC volumes mounted under
+/// `/workspace/cache/<modelId>`).
+pub fn cache_mounts(isvc: &InferenceService) -> Vec<CacheMount> {
+    let p = &isvc.spec.predictor;
+    let prefix = format!("{CACHE_PATH}/");
+    p.model
+        .iter()
+        .flat_map(|m| m.volume_mounts.iter().flatten())
+        .filter_map(|m| {
+            let model_id = m.mount_path.strip_prefix(&prefix)?;
+            let claim = p
+                .volumes
+                .iter()
+                .flatten()
+                .find(|v| v.name == m.name)?
+                .persistent_volume_claim
+                .as_ref()?;
+            Some(CacheMount {
+                claim_name: claim.claim_name.clone(),
+                model_id: model_id.to_owned(),
+            })
+        })
+        .collect()
 }
