@@ -124,7 +124,19 @@ async fn shared_cache_is_reused_by_two_services_and_outlives_them_when_ready() {
     );
     assert_eq!(cache.spec.mode, CachingMode::Shared);
     assert_eq!(cache.spec.template_name, TEMPLATE);
-    assert_eq!(cache.spec.model_sources[0].source_uri, "hf://org/model");
+    assert!(
+        cache.spec.model_sources.is_empty(),
+        "sources are read from the template"
+    );
+    assert_eq!(
+        cache
+            .status
+            .as_ref()
+            .unwrap()
+            .resolved_template_kind
+            .as_deref(),
+        Some("AIMServiceTemplate")
+    );
     valid(cache);
     valid_upstream(
         "aim.eai.amd.com_aimtemplatecaches.yaml",

@@ -10,10 +10,10 @@
 //!   labelled `aim.eai.amd.com/service=<creator>`; planned only while absent, so every service
 //!   of the template reuses the one cache as it is and services never rewrite each other's
 //!   cache. Dedicated: `<template>-<service>-<hash(uid)>`, owned by the service, always applied.
-//! - The cache's spec: the template's name and scope, its model sources (inline, else
-//!   discovered), the storage class (service storage over runtime config), the env (template
-//!   env < template caching env < service env), the runtime config name and the service's
-//!   pull secrets.
+//! - The cache's spec: the template's name and scope (its model sources are read from the
+//!   template by the cache controller), the storage class (service storage over runtime
+//!   config), the env (template env < template caching env < service env), the runtime config
+//!   name and the service's pull secrets.
 //! - The `Cache` component follows the live cache: absent is Progressing `CreatingCache`,
 //!   Ready is Ready, Failed/Degraded/NotAvailable keep that state with the reason and message
 //!   of the cache's `ArtifactsReady` condition (so the artifact's root cause, e.g.
@@ -21,9 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use kinfer_api::aim::common::{
-    AIMModelSource, CachingMode, ResolutionScope, ResolvedReference, TemplateScope,
-};
+use kinfer_api::aim::common::{CachingMode, ResolutionScope, ResolvedReference, TemplateScope};
 use kinfer_api::aim::{AIMService, AIMTemplateCache, AIMTemplateCacheSpec};
 use kinfer_api::phase::Phase;
 use kinfer_builders::kserve::CacheMount;
@@ -51,18 +49,6 @@ pub fn mode(svc: &AIMService) -> CachingMode {
         .caching
         .as_ref()
         .map_or(CachingMode::Shared, |c| c.mode.normalized())
-}
-
-/// The model sources a template needs: inline sources, else the discovered ones.
-pub fn template_sources(t: &TemplateInfo) -> Vec<AIMModelSource> {
-    if t.spec.model_sources.is_empty() {
-        t.status
-            .as_ref()
-            .map(|s| s.model_sources.clone())
-            .unwrap_or_default()
-    } else {
-        t.spec.model_sources.clone()
-    }
 }
 
 /// What the service does about its cache.
@@ -126,7 +112,9 @@ pub fn desired(
             env: crate::env::merge(&[&t.spec.env, caching_env, &svc.spec.env]),
             image_pull_secrets: svc.spec.image_pull_secrets.clone(),
             mode,
-            model_sources: template_sources(t),
+            // Left to the cache controller, which reads them from the template each time,
+            // so a re-discovered template is followed (a spec list would freeze them).
+            model_sources: Vec::new(),
             runtime_config_name: svc.spec.runtime_config_name.clone(),
             storage_class_name: storage_class,
             template_name: t.name.clone(),
