@@ -122,6 +122,11 @@ async fn shared_cache_is_reused_by_two_services_and_outlives_them_when_ready() {
         cache.owner_references().is_empty(),
         "a shared cache has no owner"
     );
+    assert_eq!(
+        cache.labels()["aim.eai.amd.com/service"],
+        "a",
+        "kept by the first service by name"
+    );
     assert_eq!(cache.spec.mode, CachingMode::Shared);
     assert_eq!(cache.spec.template_name, TEMPLATE);
     assert!(
@@ -242,6 +247,15 @@ async fn shared_cache_is_reused_by_two_services_and_outlives_them_when_ready() {
         "a Ready shared cache is kept"
     );
     wait(&b, "b", "still Running", state_is(AIMServiceState::Running)).await;
+    // The next service by name keeps it applied from its next reconcile on.
+    let live_b = b.get("b").await.unwrap();
+    let pipeline = aim_operator::service::ServicePipeline::new(Arc::clone(&env.ctx));
+    // (An event may have woken it already: whether this one writes is a race.)
+    env.reconcile_once(pipeline, aim_operator::scheme::controller::SERVICE, &live_b)
+        .await;
+    let cache = caches.get(&name).await.unwrap();
+    assert_eq!(cache.labels()["aim.eai.amd.com/service"], "b");
+    steady(&env, NS).await;
 }
 
 #[tokio::test]

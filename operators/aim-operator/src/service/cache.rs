@@ -7,9 +7,14 @@
 //!   once the cache is Ready (upstream KW #353), and mounts each cached model at
 //!   `/workspace/cache/<modelId>`.
 //! - Shared: named `<template>-<hash(namespace)>`, applied without an owner reference and
-//!   labelled `aim.eai.amd.com/service=<creator>`; planned only while absent, so every service
-//!   of the template reuses the one cache as it is and services never rewrite each other's
-//!   cache. Dedicated: `<template>-<service>-<hash(uid)>`, owned by the service, always applied.
+//!   labelled `aim.eai.amd.com/service=<keeper>`. One cache serves every Shared service of the
+//!   template in the namespace; its keeper is the first of them by name (services being
+//!   deleted excluded; the others are known by their `status.resolvedTemplate`), which keeps
+//!   it applied with its settings, so the spec follows changes and does not depend on which
+//!   service reconciled first (when the keeper goes, the next takes over on its next
+//!   reconcile). The others create it only while it is absent and otherwise
+//!   use it as it is, so services never rewrite each other's cache. Dedicated:
+//!   `<template>-<service>-<hash(uid)>`, owned by the service, always applied.
 //! - The cache's spec: the template's name and scope (its model sources are read from the
 //!   template by the cache controller), the storage class (service storage over runtime
 //!   config), the env (template env < template caching env < service env), the runtime config
@@ -190,12 +195,30 @@ fn live_health(cache: &AIMTemplateCache) -> ComponentHealth {
     )
 }
 
+/// Whether `svc` keeps the shared cache of `t` applied; see the module contract.
+fn keeps_shared_cache(svc: &AIMService, t: &TemplateInfo, peers: &[AIMService]) -> bool {
+    let me = svc.name_any();
+    let reference = t.reference();
+    !peers.iter().any(|p| {
+        let uses_it = p
+            .status
+            .as_ref()
+            .and_then(|s| s.resolved_template.as_ref())
+            .is_some_and(|r| r.name == reference.name && r.scope == reference.scope);
+        p.name_any() < me
+            && uses_it
+            && mode(p) == CachingMode::Shared
+            && p.metadata.deletion_timestamp.is_none()
+    })
+}
+
 /// The cache of a service running template `t`: the choice and the `Cache` component.
 pub fn compose(
     svc: &AIMService,
     t: &TemplateInfo,
     rc: Option<&Resolved>,
     caches: &[AIMTemplateCache],
+    peers: &[AIMService],
 ) -> (ComponentHealth, Option<CacheChoice>) {
     let mode = mode(svc);
     let name = match cache_name(svc, &t.name, mode) {
@@ -211,7 +234,7 @@ pub fn compose(
     };
     let live = caches.iter().find(|c| c.name_any() == name);
     let planned = match (mode, live) {
-        (CachingMode::Shared, Some(_)) => None,
+        (CachingMode::Shared, Some(_)) if !keeps_shared_cache(svc, t, peers) => None,
         _ => Some(desired(svc, t, rc, &name, mode)),
     };
     let (health, mounts, reference) = match live {

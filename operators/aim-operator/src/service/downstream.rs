@@ -77,15 +77,15 @@ fn cache_part(
     fetched: &Fetched,
     r: &Resolved<'_>,
 ) -> (ComponentHealth, Option<CacheChoice>) {
-    match (r.template, &fetched.caches) {
-        (Some(t), Ok(caches)) => cache::compose(object, t, r.rc, caches),
-        (Some(_), Err(e)) => (
+    match (r.template, &fetched.caches, &fetched.peers) {
+        (Some(t), Ok(caches), Ok(peers)) => cache::compose(object, t, r.rc, caches, peers),
+        (Some(_), Err(e), _) | (Some(_), _, Err(e)) => (
             ComponentHealth::new(cache::CACHE)
                 .downstream()
                 .error(e.clone()),
             None,
         ),
-        (None, _) => (
+        (None, _, _) => (
             pending(
                 cache::CACHE,
                 "WaitingForTemplate",

@@ -5,7 +5,8 @@
 //! AIMClusterModels (to resolve by name or by image); the AIMServiceTemplates of the namespace
 //! and the AIMClusterServiceTemplates (explicit lookup or selection happens in
 //! [`super::compose`]); the Nodes' labels (informer cache when available) for the cluster's
-//! GPU models; the AIMTemplateCaches of the namespace (a shared cache has no owner) and the
+//! GPU models; the AIMTemplateCaches and AIMServices of the namespace (a shared cache has no
+//! owner; the first service by name that uses it keeps it applied) and the
 //! InferenceService's pods (label `serving.kserve.io/inferenceservice`). The InferenceService,
 //! HTTPRoute, HPA and dedicated caches are read by the engine as children.
 
@@ -16,8 +17,8 @@ use kinfer_api::aim::common::AIMGpuRequirements;
 use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
 use kinfer_api::aim::template::{AIMProfileMetadata, AIMTemplateCachingConfig};
 use kinfer_api::aim::{
-    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMServiceTemplate,
-    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
+    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMService,
+    AIMServiceTemplate, AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
 };
 use kinfer_api::phase::Phase;
 use kinfer_select::gpu::ClusterGpus;
@@ -141,6 +142,8 @@ pub struct Fetched {
     pub gpus: Result<ClusterGpus, CategorizedError>,
     /// The namespace's template caches.
     pub caches: Result<Vec<AIMTemplateCache>, CategorizedError>,
+    /// The namespace's services (who keeps a shared cache applied).
+    pub peers: Result<Vec<AIMService>, CategorizedError>,
     /// The InferenceService's pods (empty without an InferenceService name).
     pub pods: Result<Vec<Pod>, CategorizedError>,
 }
@@ -282,6 +285,14 @@ async fn caches(client: &Client, ns: &str) -> Result<Vec<AIMTemplateCache>, Cate
         .map_err(|e| e.categorize_in(Direction::Downstream))
 }
 
+async fn peers(client: &Client, ns: &str) -> Result<Vec<AIMService>, CategorizedError> {
+    Api::<AIMService>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| e.categorize_in(Direction::Downstream))
+}
+
 async fn pods(client: &Client, ns: &str, isvc: Option<&str>) -> Result<Vec<Pod>, CategorizedError> {
     let Some(isvc) = isvc else {
         return Ok(Vec::new());
@@ -302,12 +313,12 @@ pub async fn fetch(
     runtime_config: Option<&str>,
     isvc: Option<&str>,
 ) -> Fetched {
-    let (rc, models, templates, gpus, caches, pods) = futures::join!(
+    let (rc, models, templates, gpus, (caches, peers), pods) = futures::join!(
         resolve::fetch(client, Some(namespace), runtime_config),
         models(client, namespace),
         templates(client, namespace),
         gpus(ctx, client),
-        caches(client, namespace),
+        async { futures::join!(caches(client, namespace), peers(client, namespace)) },
         pods(client, namespace, isvc),
     );
     Fetched {
@@ -316,6 +327,7 @@ pub async fn fetch(
         templates,
         gpus,
         caches,
+        peers,
         pods,
     }
 }
