@@ -49,6 +49,7 @@ use self::fetch::Fetched;
 use crate::context::Context;
 use crate::runtime_config::{Resolved, resolve};
 use crate::scheme;
+use crate::service::{HasRuntimeConfig, observed};
 
 /// The controller's short name (`aim-artifact-controller`).
 pub const CONTROLLER: &str = "artifact";
@@ -142,6 +143,12 @@ fn error_health(component: &'static str, e: CategorizedError) -> ComponentHealth
     ComponentHealth::new(component).downstream().error(e)
 }
 
+impl HasRuntimeConfig for ArtifactState {
+    fn runtime_config(&self) -> Option<&Resolved> {
+        self.runtime_config.as_ref()
+    }
+}
+
 impl Pipeline for ArtifactPipeline {
     type Object = AIMArtifact;
     type Fetched = Fetched;
@@ -231,12 +238,8 @@ impl Pipeline for ArtifactPipeline {
             );
         }
         state.runtime_config = rc;
-        let mut obs = Observation::new(state);
-        obs.components = components;
-        if let Some(rc) = &obs.state.runtime_config {
-            obs.labels = rc.propagation();
-        }
-        obs
+        let obs = Observation::new(state);
+        observed(obs, components)
     }
 
     fn plan(

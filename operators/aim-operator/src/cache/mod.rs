@@ -31,6 +31,7 @@ use self::fetch::Fetched;
 use crate::context::Context;
 use crate::runtime_config::{Resolved, resolve};
 use crate::scheme;
+use crate::service::{HasRuntimeConfig, observed};
 
 /// The controller's short name (`aim-template-cache-controller`).
 pub const CONTROLLER: &str = "template-cache";
@@ -58,6 +59,12 @@ impl CachePipeline {
     /// A pipeline sharing `ctx`.
     pub fn new(ctx: Arc<Context>) -> Self {
         Self { _ctx: ctx }
+    }
+}
+
+impl HasRuntimeConfig for CacheState {
+    fn runtime_config(&self) -> Option<&Resolved> {
+        self.runtime_config.as_ref()
     }
 }
 
@@ -144,16 +151,12 @@ impl Pipeline for CachePipeline {
                 .downstream(),
             ),
         }
-        let mut obs = Observation::new(CacheState {
+        let obs = Observation::new(CacheState {
             runtime_config: rc,
             template_kind,
             artifacts,
         });
-        obs.components = components;
-        if let Some(rc) = &obs.state.runtime_config {
-            obs.labels = rc.propagation();
-        }
-        obs
+        observed(obs, components)
     }
 
     fn plan(

@@ -117,6 +117,31 @@ impl ServicePipeline {
     }
 }
 
+/// `obs` with its components and the runtime config's label propagation (every serving
+/// pipeline keeps its resolved runtime config in its state).
+pub(crate) fn observed<S: HasRuntimeConfig>(
+    mut obs: Observation<S>,
+    components: Vec<ComponentHealth>,
+) -> Observation<S> {
+    obs.components = components;
+    if let Some(rc) = obs.state.runtime_config() {
+        obs.labels = rc.propagation();
+    }
+    obs
+}
+
+/// A composed state that carries the resolved runtime config.
+pub(crate) trait HasRuntimeConfig {
+    /// The resolved runtime config.
+    fn runtime_config(&self) -> Option<&Resolved>;
+}
+
+impl HasRuntimeConfig for ServiceState {
+    fn runtime_config(&self) -> Option<&Resolved> {
+        self.runtime_config.as_ref()
+    }
+}
+
 fn upstream(
     object: &AIMService,
     fetched: &Fetched,
@@ -220,7 +245,7 @@ impl Pipeline for ServicePipeline {
             },
         );
         components.extend(down.components);
-        let mut obs = Observation::new(ServiceState {
+        let obs = Observation::new(ServiceState {
             runtime_config: rc,
             model,
             template,
@@ -230,11 +255,7 @@ impl Pipeline for ServicePipeline {
             live_hpa: down.live_hpa,
             route: down.route,
         });
-        obs.components = components;
-        if let Some(rc) = &obs.state.runtime_config {
-            obs.labels = rc.propagation();
-        }
-        obs
+        observed(obs, components)
     }
 
     fn plan(
