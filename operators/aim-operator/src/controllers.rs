@@ -780,6 +780,18 @@ fn serving_controllers(
                 Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::all(client.clone()),
                 children_config(c),
                 owner_of::<AIMArtifact, k8s_openapi::api::core::v1::PersistentVolumeClaim>(true),
+            )
+            // The Jobs' pods (an image pull refused while the Job keeps waiting) carry the
+            // artifact's label from the pod template.
+            .watches(
+                Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()),
+                children_config(c),
+                |pod: k8s_openapi::api::core::v1::Pod| {
+                    let key = scheme::scheme(crate::artifact::CONTROLLER).parent_key();
+                    pod.labels()
+                        .get(&key)
+                        .map(|a| object_ref::<AIMArtifact>(a, pod.meta().namespace.as_deref()))
+                },
             );
         let c = with_config_watches(c, client, |a: &AIMArtifact| {
             a.spec.runtime_config_name.as_deref()

@@ -117,7 +117,13 @@ async fn size_check_then_claim_then_download() {
         )
         .await
         .unwrap();
-    let pod = download.spec.unwrap().template.spec.unwrap();
+    let template = download.spec.unwrap().template;
+    // The pods carry the artifact's label: their events reach the artifact.
+    assert_eq!(
+        template.metadata.unwrap().labels.unwrap()["aim.eai.amd.com/artifact.name"],
+        "big"
+    );
+    let pod = template.spec.unwrap();
     let c = &pod.containers[0];
     assert_eq!(c.args.as_deref(), Some(&["hf://org/big".to_owned()][..]));
     let env_of = |n: &str| {
