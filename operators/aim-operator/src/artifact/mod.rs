@@ -227,11 +227,8 @@ impl Pipeline for ArtifactPipeline {
         };
         state.size_bytes = size;
         if let Some(bytes) = size {
-            self.compose_download(
-                object,
-                children,
-                &fetched,
-                rc.as_ref(),
+            compose_download(
+                (object, children, &fetched, rc.as_ref()),
                 bytes,
                 &mut state,
                 &mut components,
@@ -313,63 +310,58 @@ impl Pipeline for ArtifactPipeline {
     }
 }
 
-impl ArtifactPipeline {
-    #[allow(clippy::too_many_arguments, clippy::unused_self)] // one step of compose
-    fn compose_download(
-        &self,
-        object: &AIMArtifact,
-        children: &Children,
-        fetched: &Fetched,
-        rc: Option<&Resolved>,
-        bytes: u64,
-        state: &mut ArtifactState,
-        components: &mut Vec<ComponentHealth>,
-    ) {
-        let ns = object.namespace().unwrap_or_default();
-        let built = input(object, rc, Some(bytes), state.headroom).and_then(|i| {
-            artifact_objects(&i).map_err(|e| {
-                CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
-                    .with_reason(Reason::custom("InvalidArtifact"))
-            })
-        });
-        let (claim, job) = match built {
-            Ok(ArtifactJobs::Download { claim, job }) => (*claim, *job),
-            Ok(ArtifactJobs::CheckSize(_)) => return,
-            Err(e) => {
-                components.push(error_health(compose::DOWNLOAD_JOB, e));
-                return;
-            }
-        };
-        let claim_name = claim.metadata.name.clone().unwrap_or_default();
-        let live_claim = match children.typed::<PersistentVolumeClaim>(Some(&ns), &claim_name) {
-            Ok(c) => c,
-            Err(e) => {
-                components.push(error_health(compose::CACHE_PVC, e));
-                return;
-            }
-        };
-        components.push(compose::claim(live_claim.as_ref(), &claim_name));
-        let request = |c: &PersistentVolumeClaim| {
-            c.spec
-                .as_ref()
-                .and_then(|s| s.resources.as_ref())
-                .and_then(|r| r.requests.as_ref())
-                .and_then(|r| r.get("storage").cloned())
-        };
-        state.claim_status = Some((
-            claim_name,
-            live_claim.as_ref().map_or_else(|| request(&claim), request),
-        ));
-        if live_claim.is_none() {
-            state.claim = Some(claim);
+/// The download half of compose, once the size is known: the claim (while absent) and the
+/// download Job, with their components.
+fn compose_download(
+    (object, children, fetched, rc): (&AIMArtifact, &Children, &Fetched, Option<&Resolved>),
+    bytes: u64,
+    state: &mut ArtifactState,
+    components: &mut Vec<ComponentHealth>,
+) {
+    let ns = object.namespace().unwrap_or_default();
+    let built = input(object, rc, Some(bytes), state.headroom).and_then(|i| {
+        artifact_objects(&i).map_err(|e| {
+            CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
+                .with_reason(Reason::custom("InvalidArtifact"))
+        })
+    });
+    let (claim, job) = match built {
+        Ok(ArtifactJobs::Download { claim, job }) => (*claim, *job),
+        Ok(ArtifactJobs::CheckSize(_)) => return,
+        Err(e) => {
+            components.push(error_health(compose::DOWNLOAD_JOB, e));
+            return;
         }
-        let job_name = job.metadata.name.clone().unwrap_or_default();
-        let live_job = children.typed::<Job>(Some(&ns), &job_name).ok().flatten();
-        let (h, plan_job) =
-            compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job_name);
-        components.push(h);
-        if plan_job && live_job.is_none() {
-            state.download = Some(job);
+    };
+    let claim_name = claim.metadata.name.clone().unwrap_or_default();
+    let live_claim = match children.typed::<PersistentVolumeClaim>(Some(&ns), &claim_name) {
+        Ok(c) => c,
+        Err(e) => {
+            components.push(error_health(compose::CACHE_PVC, e));
+            return;
         }
+    };
+    components.push(compose::claim(live_claim.as_ref(), &claim_name));
+    let request = |c: &PersistentVolumeClaim| {
+        c.spec
+            .as_ref()
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage").cloned())
+    };
+    state.claim_status = Some((
+        claim_name,
+        live_claim.as_ref().map_or_else(|| request(&claim), request),
+    ));
+    if live_claim.is_none() {
+        state.claim = Some(claim);
+    }
+    let job_name = job.metadata.name.clone().unwrap_or_default();
+    let live_job = children.typed::<Job>(Some(&ns), &job_name).ok().flatten();
+    let (h, plan_job) =
+        compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job_name);
+    components.push(h);
+    if plan_job && live_job.is_none() {
+        state.download = Some(job);
     }
 }
