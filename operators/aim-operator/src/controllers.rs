@@ -497,7 +497,7 @@ impl Operator {
             shutdown.clone(),
         ));
         // Part 2, serving: template caches and artifacts.
-        futures.push(serving_controllers(
+        futures.push(serving::controllers(
             &client,
             &ctx,
             &metrics,
@@ -622,7 +622,7 @@ fn service_controller(
             ),
         );
     // Resolution and selection read models and templates: re-enqueue their namespace's services.
-    let by_ns = all_in(c.store());
+    let by_ns = serving::all_in(c.store());
     // Shared caches have no owner: any cache change re-enqueues its namespace's services.
     let in_cache_ns = by_ns.clone();
     let c = c.watches(
@@ -662,7 +662,7 @@ fn service_controller(
             watcher::Config::default(),
             move |_| all_models(None),
         );
-    let c = with_template_watches(c, client, by_ns);
+    let c = serving::with_template_watches(c, client, by_ns);
     let c = with_config_watches(c, client, |s: &AIMService| {
         s.spec.runtime_config_name.as_deref()
     });
@@ -686,122 +686,7 @@ fn source_controller(
 }
 
 // Part 2, serving: the AIMTemplateCache and AIMArtifact controllers.
-
-/// Every object of `store` in `namespace` (all for `None`), to re-enqueue on a change of
-/// something they read (models, templates, unowned caches and artifacts).
-fn all_in<K>(
-    store: Store<Guarded<K>>,
-) -> impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + Clone + 'static
-where
-    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
-    Guarded<K>: Resource<DynamicType = ()>,
-{
-    move |namespace: Option<&str>| {
-        store
-            .state()
-            .iter()
-            .filter_map(|g| g.0.as_ref().ok())
-            .filter(|o| namespace.is_none() || o.meta().namespace.as_deref() == namespace)
-            .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
-            .collect()
-    }
-}
-
-/// Re-enqueues through `by_ns` on template changes: a namespace template's namespace, every
-/// namespace for a cluster template.
-fn with_template_watches<K>(
-    c: Controller<Guarded<K>>,
-    client: &Client,
-    by_ns: impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + Clone + 'static,
-) -> Controller<Guarded<K>>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let in_template_ns = by_ns.clone();
-    c.watches(
-        Api::<AIMServiceTemplate>::all(client.clone()),
-        watcher::Config::default(),
-        move |t| in_template_ns(t.meta().namespace.as_deref()),
-    )
-    .watches(
-        Api::<AIMClusterServiceTemplate>::all(client.clone()),
-        watcher::Config::default(),
-        move |_| by_ns(None),
-    )
-}
-
-fn serving_controllers(
-    client: &Client,
-    ctx: &Arc<Context>,
-    metrics: &Metrics,
-    n: u16,
-    shutdown: watch::Receiver<bool>,
-) -> BoxFuture<'static, ()> {
-    use kinfer_api::aim::{AIMArtifact, AIMTemplateCache};
-    let caches = {
-        let c = crate::cache::CONTROLLER;
-        let engine = engine(
-            client,
-            crate::cache::CachePipeline::new(Arc::clone(ctx)),
-            c,
-            metrics,
-        );
-        // Shared artifacts have no owner, and sources come from templates: re-enqueue the
-        // namespace's caches (all caches for cluster templates).
-        let base = base::<AIMTemplateCache>(client, n);
-        let by_ns = all_in(base.store());
-        let on_artifact = by_ns.clone();
-        let c = base.watches(
-            Api::<AIMArtifact>::all(client.clone()),
-            watcher::Config::default(),
-            move |a| on_artifact(a.meta().namespace.as_deref()),
-        );
-        let c = with_template_watches(c, client, by_ns);
-        let c = with_config_watches(c, client, |tc: &AIMTemplateCache| {
-            tc.spec.runtime_config_name.as_deref()
-        });
-        drive(c, engine, shutdown.clone())
-    };
-    let artifacts = {
-        let c = crate::artifact::CONTROLLER;
-        let engine = engine(
-            client,
-            crate::artifact::ArtifactPipeline::new(Arc::clone(ctx)),
-            c,
-            metrics,
-        );
-        let c = base::<AIMArtifact>(client, n)
-            .watches(
-                Api::<Job>::all(client.clone()),
-                children_config(c),
-                owner_of::<AIMArtifact, Job>(true),
-            )
-            .watches(
-                Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::all(client.clone()),
-                children_config(c),
-                owner_of::<AIMArtifact, k8s_openapi::api::core::v1::PersistentVolumeClaim>(true),
-            )
-            // The Jobs' pods (an image pull refused while the Job keeps waiting) carry the
-            // artifact's label from the pod template.
-            .watches(
-                Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()),
-                children_config(c),
-                |pod: k8s_openapi::api::core::v1::Pod| {
-                    let key = scheme::scheme(crate::artifact::CONTROLLER).parent_key();
-                    pod.labels()
-                        .get(&key)
-                        .map(|a| object_ref::<AIMArtifact>(a, pod.meta().namespace.as_deref()))
-                },
-            );
-        let c = with_config_watches(c, client, |a: &AIMArtifact| {
-            a.spec.runtime_config_name.as_deref()
-        });
-        drive(c, engine, shutdown)
-    };
-    Box::pin(async move {
-        futures::join!(caches, artifacts);
-    })
-}
+mod serving;
 
 #[cfg(test)]
 mod tests {
