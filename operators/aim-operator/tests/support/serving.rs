@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+use kinfer_api::phase::Phase;
+use kube::CustomResourceExt;
+
 use aim_operator::artifact::ArtifactPipeline;
 use aim_operator::cache::CachePipeline;
 use aim_operator::scheme::controller;
@@ -16,7 +19,7 @@ use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
-use super::{Env, apply_json, condition};
+use super::{Env, apply_json, condition, echo_hook};
 
 /// The AIM image of the test models.
 pub const IMAGE: &str = "ghcr.io/silogen/aim-dummy:0.1.0";
@@ -142,4 +145,36 @@ pub fn valid_against(dir: &str, file: &str, version: &str, obj: &serde_json::Val
     let v = kinfer_crdcheck::SchemaValidator::from_crd(&crd, Some(version)).unwrap();
     let errors = v.errors(obj);
     assert!(errors.is_empty(), "{file}: {errors:?}");
+}
+
+/// Discovery answers with its profile; every other pod (downloads) logs nothing.
+pub fn discovery_hook() -> kinfer_testkit::simulator::LogHook {
+    let echo = echo_hook(|_| None);
+    Arc::new(move |ns: &str, name: &str, pod: &serde_json::Value| {
+        if name.starts_with("discover-") {
+            echo(ns, name, pod)
+        } else {
+            Some(String::new())
+        }
+    })
+}
+
+pub fn phase_is<K>(p: Phase) -> impl Fn(&K) -> bool
+where
+    K: Resource + serde::Serialize,
+{
+    move |o: &K| serde_json::to_value(o).unwrap()["status"]["status"] == json!(p.as_str())
+}
+
+/// Every object validates against its own CRD.
+pub fn valid<K: CustomResourceExt + serde::Serialize>(obj: &K) {
+    let crd = serde_json::to_value(K::crd()).unwrap();
+    let v = kinfer_crdcheck::SchemaValidator::from_crd(&crd, Some("v1alpha1")).unwrap();
+    let errors = v.errors(&serde_json::to_value(obj).unwrap());
+    assert!(errors.is_empty(), "{} invalid: {errors:?}", K::crd_name());
+}
+
+/// And, for the kinds upstream defines, against upstream's CRD.
+pub fn valid_upstream(file: &str, obj: &serde_json::Value) {
+    valid_against("reference/aim/crds", file, "v1alpha1", obj);
 }
