@@ -443,3 +443,146 @@ async fn long_service_and_namespace_names() {
     let (_, reason, message) = cond(&svc, "InferenceServiceReady");
     assert_eq!(reason, "NameTooLong", "{message}");
 }
+
+#[tokio::test]
+async fn a_template_rediscovering_keeps_serving_up() {
+    use aim_operator::scheme::controller;
+    use aim_operator::service::ServicePipeline;
+    use aim_operator::template::discovery_job_name;
+    use aim_operator::template::fetch::ModelRef;
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
+    use kinfer_api::phase::Phase;
+    use kube::api::{Patch, PatchParams};
+
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    gpu_node(&env.client, "mi300x", "74a1").await;
+    model(&env, NS).await;
+    template(&env, NS, "only", "MI300X", "latency", "fp8").await;
+    let services = service(
+        &env,
+        NS,
+        "flap",
+        json!({"model": {"name": "m"}, "minReplicas": 1, "maxReplicas": 2,
+               "routing": {"enabled": true,
+                           "gatewayRef": {"name": "gw", "namespace": "gateways"}}}),
+    )
+    .await;
+    wait(
+        &services,
+        "flap",
+        "Running",
+        state_is(AIMServiceState::Running),
+    )
+    .await;
+    let isvc_name = names::inference_service_name("flap", NS)
+        .unwrap()
+        .to_string();
+    let isvcs: Api<InferenceService> = Api::namespaced(env.client.clone(), NS);
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(env.client.clone(), NS);
+    let routes: Api<HttpRoute> = Api::namespaced(env.client.clone(), NS);
+    let hpa_name = format!("{isvc_name}-predictor");
+    let route_name = names::route_name("flap", NS).unwrap().to_string();
+    let uids = async || {
+        (
+            isvcs.get_opt(&isvc_name).await.unwrap().map(|o| o.uid()),
+            hpas.get_opt(&hpa_name).await.unwrap().map(|o| o.uid()),
+            routes.get_opt(&route_name).await.unwrap().map(|o| o.uid()),
+        )
+    };
+    let before = uids().await;
+    assert!(
+        before.0.is_some() && before.1.is_some() && before.2.is_some(),
+        "{before:?}"
+    );
+
+    // The template's profile id changes: it re-discovers, and its discovery Job is held, so it is
+    // Progressing (and the service's selection waits) for a while.
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    let t = templates.get("only").await.unwrap();
+    let m = Api::<AIMModel>::namespaced(env.client.clone(), NS)
+        .get("m")
+        .await
+        .unwrap();
+    let model_ref = ModelRef {
+        reference: ResolvedReference {
+            kind: Some("AIMModel".into()),
+            name: Some("m".into()),
+            namespace: Some(NS.into()),
+            scope: Some(ResolutionScope::Namespace),
+            uid: m.metadata.uid.clone(),
+        },
+        spec: m.spec.clone(),
+    };
+    let mut spec = t.spec.common.clone();
+    spec.profile_id = Some("flap".into());
+    let job = discovery_job_name(
+        "only",
+        Some(NS),
+        &spec,
+        &model_ref,
+        &env.ctx,
+        controller::TEMPLATE,
+    )
+    .unwrap();
+    env.cluster.hold("jobs", NS, &job);
+    templates
+        .patch(
+            "only",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"profileId": "flap"}})),
+        )
+        .await
+        .unwrap();
+    wait(
+        &templates,
+        "only",
+        "re-discovering",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status != Phase::Ready),
+    )
+    .await;
+    wait(&services, "flap", "template not Ready", |s| {
+        s.status.as_ref().is_some_and(|st| {
+            condition(&st.conditions, "TemplateReady").is_some_and(|c| c.status != "True")
+        })
+    })
+    .await;
+    // One more reconcile for certain, with the template still not Ready.
+    let live = services.get("flap").await.unwrap();
+    env.reconcile_once(
+        ServicePipeline::new(std::sync::Arc::clone(&env.ctx)),
+        controller::SERVICE,
+        &live,
+    )
+    .await;
+    assert_eq!(
+        uids().await,
+        before,
+        "serving kept while the template re-discovers"
+    );
+
+    env.cluster.release("jobs", NS, &job);
+    wait(
+        &services,
+        "flap",
+        "Running again",
+        state_is(AIMServiceState::Running),
+    )
+    .await;
+    assert_eq!(uids().await, before);
+
+    // Switching routing and autoscaling off removes the route and the HPA explicitly.
+    services
+        .patch(
+            "flap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"routing": {"enabled": false},
+                                          "minReplicas": null, "maxReplicas": null}})),
+        )
+        .await
+        .unwrap();
+    wait_gone(&routes, &route_name).await;
+    wait_gone(&hpas, &hpa_name).await;
+    assert_eq!(uids().await, (before.0, None, None));
+}

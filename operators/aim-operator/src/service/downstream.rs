@@ -9,7 +9,10 @@
 //!   volume mounts); until then `InferenceService` is Pending `WaitingForDependencies`, naming
 //!   what it waits for. Once the InferenceService exists it is kept with its live cache
 //!   volumes while the cache is not Ready (upstream: created once the cache is Ready, then
-//!   always re-applied). A name that cannot fit or an input that does not build is
+//!   always re-applied). Nor does a template or model that is not Ready for a while (a
+//!   re-discovery, a selection waiting) delete it: the InferenceService, its HPA and route
+//!   are not pruned, only left as they are until everything is Ready again (see
+//!   [`super::ServicePipeline`]). A name that cannot fit or an input that does not build is
 //!   InvalidSpec.
 //! - `InferenceServicePods` once the InferenceService exists, `HPA` when autoscaling
 //!   ([`super::runtime`]).

@@ -45,7 +45,7 @@ use kinfer_builders::kserve::InferenceServiceInput;
 use kinfer_state::Reason;
 use kinfer_state::health::ComponentHealth;
 use kinfer_state::pipeline::{
-    ChildKind, Children, DesiredError, DesiredObject, Observation, Pipeline, PlanResult,
+    ChildKind, Children, DesiredError, DesiredObject, ObjectKey, Observation, Pipeline, PlanResult,
 };
 use kinfer_state::{Categorize, CategorizedError, ComponentState, ErrorCategory, OverallStatus};
 use kube::{Client, ResourceExt};
@@ -85,6 +85,9 @@ pub struct ServiceState {
     pub live_hpa: Option<HorizontalPodAutoscaler>,
     /// The routing decision.
     pub route: Route,
+    /// The runtime config resolved without error: a routing decision of `Off` is the user's
+    /// (not a config that could not be read), so a live route may be removed.
+    pub routing_settled: bool,
 }
 
 /// Errors of the service's plan step (InvalidSpec).
@@ -181,6 +184,36 @@ fn upstream(
     (vec![model_health, template_health], model, template)
 }
 
+/// The route and HPA to delete because routing or autoscaling is switched off (the only way
+/// serving children go before the service does; see [`ServicePipeline::child_kinds`]).
+fn removed(object: &AIMService, state: &ServiceState) -> Vec<(ChildKind, ObjectKey)> {
+    let ns = object.namespace().unwrap_or_default();
+    let key = |kind: &ChildKind, name: String| ObjectKey {
+        kind: kind.resource.kind.clone(),
+        group: kind.resource.group.clone(),
+        namespace: Some(ns.clone()),
+        name,
+    };
+    let mut out = Vec::new();
+    if matches!(state.route, Route::Off)
+        && state.routing_settled
+        && let Ok(name) = kinfer_builders::naming::aim::route_name(&object.name_any(), &ns)
+    {
+        let kind = ChildKind::of::<HttpRoute>();
+        out.push((kind.clone(), key(&kind, name.to_string())));
+    }
+    if matches!(
+        isvc::scaling(object),
+        kinfer_builders::kserve::Scaling::Fixed { .. }
+    ) && let Ok(isvc) = isvc::isvc_name(object)
+        && let Ok(name) = runtime::predictor(&isvc)
+    {
+        let kind = ChildKind::of::<HorizontalPodAutoscaler>();
+        out.push((kind.clone(), key(&kind, name.to_string())));
+    }
+    out
+}
+
 impl Pipeline for ServicePipeline {
     type Object = AIMService;
     type Fetched = Fetched;
@@ -189,9 +222,14 @@ impl Pipeline for ServicePipeline {
 
     fn child_kinds(&self) -> Vec<ChildKind> {
         vec![
-            ChildKind::of::<InferenceService>(),
-            ChildKind::of::<HttpRoute>(),
-            ChildKind::of::<HorizontalPodAutoscaler>(),
+            // Serving is never torn down by a resolution gap (a template re-discovering, a
+            // model Progressing, a selection waiting): these are applied while everything is
+            // Ready and otherwise kept as they are (upstream only applies). The route and the
+            // HPA are deleted explicitly when routing or autoscaling is switched off; the
+            // InferenceService goes with the service.
+            ChildKind::of::<InferenceService>().prune(false),
+            ChildKind::of::<HttpRoute>().prune(false),
+            ChildKind::of::<HorizontalPodAutoscaler>().prune(false),
             // Derived templates stay while the service keeps using one (garbage collected
             // with the service); so do dedicated caches (a transient resolution gap must not
             // throw a download away).
@@ -230,6 +268,7 @@ impl Pipeline for ServicePipeline {
     ) -> Observation<ServiceState> {
         let manager = scheme::manager(scheme::controller::SERVICE);
         let (rc_health, rc) = resolve::resolve(&fetched.runtime_config);
+        let routing_settled = rc_health.errors.is_empty();
         let mut components = vec![rc_health];
         let (up, model, template) = upstream(object, &fetched);
         components.extend(up);
@@ -254,13 +293,14 @@ impl Pipeline for ServicePipeline {
             hpa: down.hpa,
             live_hpa: down.live_hpa,
             route: down.route,
+            routing_settled,
         });
         observed(obs, components)
     }
 
     fn plan(
         &self,
-        _object: &AIMService,
+        object: &AIMService,
         observation: &Observation<ServiceState>,
     ) -> Result<PlanResult, ServicePlanError> {
         let state = &observation.state;
@@ -297,6 +337,7 @@ impl Pipeline for ServicePipeline {
                 plan.apply.push(DesiredObject::from_typed(&route)?);
             }
         }
+        plan.delete.extend(removed(object, state));
         Ok(plan)
     }
 
