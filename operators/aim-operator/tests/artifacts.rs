@@ -278,3 +278,90 @@ async fn download_failures_are_classified() {
         ("False", "DownloadTimeout")
     );
 }
+
+#[tokio::test]
+async fn a_permanent_failure_is_not_retried_when_its_job_expires() {
+    use aim_operator::artifact::ArtifactPipeline;
+    use kube::api::DeleteParams;
+
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(logs(FAILURES));
+    for prefix in ["auth-download", "stall-download"] {
+        env.cluster
+            .simulator()
+            .job_outcome(prefix, JobOutcome::Fail);
+    }
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    // The Job's TTL expires (simulated: deleted).
+    let expire = async |name: &str| {
+        jobs.delete(name, &DeleteParams::background())
+            .await
+            .unwrap();
+        wait_gone(&jobs, name).await;
+    };
+
+    let api = artifact(
+        &env,
+        "auth",
+        json!({"sourceUri": "hf://org/auth", "size": "1Gi"}),
+    )
+    .await;
+    let a = wait(&api, "auth", "Failed", phase_is(Phase::Failed)).await;
+    let failed = cond(&a, "DownloadJobReady");
+    assert_eq!(failed.1, "SourceAuthFailure", "{failed:?}");
+    let job = names::artifact_child_name("auth", &a.uid().unwrap(), "download")
+        .unwrap()
+        .to_string();
+    expire(&job).await;
+    let live = api.get("auth").await.unwrap();
+    env.reconcile_once(
+        ArtifactPipeline::new(Arc::clone(&env.ctx)),
+        aim_operator::artifact::CONTROLLER,
+        &live,
+    )
+    .await;
+    assert!(
+        jobs.get_opt(&job).await.unwrap().is_none(),
+        "a permanent failure is not retried"
+    );
+    let a = api.get("auth").await.unwrap();
+    assert_eq!(a.status.as_ref().unwrap().status, Phase::Failed);
+    assert_eq!(
+        cond(&a, "DownloadJobReady"),
+        failed,
+        "the failure stays as it was"
+    );
+    steady(&env, NS).await;
+
+    // A changed spec is a new attempt.
+    api.patch(
+        "auth",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"env": [{"name": "HF_TOKEN", "value": "new"}]}})),
+    )
+    .await
+    .unwrap();
+    wait(&jobs, &job, "re-created for the new spec", |_| true).await;
+
+    // An infrastructure failure (a stalled transfer) is retried once its Job expired.
+    let api = artifact(
+        &env,
+        "stall",
+        json!({"sourceUri": "hf://org/stall", "size": "1Gi"}),
+    )
+    .await;
+    let a = wait(&api, "stall", "timed out", |a: &AIMArtifact| {
+        a.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "DownloadJobReady" && c.reason == "DownloadTimeout")
+        })
+    })
+    .await;
+    let job = names::artifact_child_name("stall", &a.uid().unwrap(), "download")
+        .unwrap()
+        .to_string();
+    let old = jobs.get(&job).await.unwrap().uid();
+    expire(&job).await;
+    wait(&jobs, &job, "retried", |j: &Job| j.uid() != old).await;
+}

@@ -14,6 +14,14 @@
 //! - Components `CachePvc` (the live claim) and `DownloadJob`: Complete is Ready; Failed is
 //!   classified ([`super::classify::failure`]); a running Job's pod errors surface at once;
 //!   otherwise Progressing with the downloader's reported progress.
+//! - Failures are recorded: a failure classified from a live Job carries the Job's
+//!   [`fingerprint`] in its condition message (`(spec <fp>)`). When the Job is gone (its TTL
+//!   removed it) and the recorded failure is permanent ([`permanent`]: auth, not found, storage
+//!   full, OOM, an invalid download or size) for the Job that would run now, the failure is
+//!   reported again unchanged and no new Job is created: a permanent failure is not retried
+//!   every TTL but when the spec changes (a new fingerprint). Infrastructure-class failures
+//!   (timeouts, a forbidden or unreachable source, image pull back-off) are retried, backed
+//!   off by the failed Job's TTL.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -21,6 +29,7 @@ use kinfer_api::aim::AIMArtifact;
 use kinfer_api::phase::Phase;
 use kinfer_state::health::ComponentHealth;
 use kinfer_state::{CategorizedError, ComponentState, ErrorCategory, Reason};
+use sha2::{Digest, Sha256};
 
 use super::classify;
 use super::fetch::JobObservation;
@@ -73,6 +82,65 @@ pub fn known_size(a: &AIMArtifact) -> Option<Result<u64, CategorizedError>> {
         .map(Ok)
 }
 
+/// What a Job runs, fingerprinted: image, command, args and env of its first container (fields
+/// the API server keeps as given, so the live Job and the one that would be built agree).
+pub fn fingerprint(job: &Job) -> String {
+    let c = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.containers.first());
+    let mut sha = Sha256::new();
+    if let Some(c) = c {
+        sha.update(c.image.as_deref().unwrap_or_default().as_bytes());
+        for part in c.command.iter().flatten().chain(c.args.iter().flatten()) {
+            sha.update(b"|");
+            sha.update(part.as_bytes());
+        }
+        for e in c.env.iter().flatten() {
+            sha.update(b"|");
+            sha.update(e.name.as_bytes());
+            sha.update(b"=");
+            sha.update(e.value.as_deref().unwrap_or_default().as_bytes());
+        }
+    }
+    hex::encode(&sha.finalize()[..6])
+}
+
+/// The category of a recorded failure reason that retrying cannot fix (`None`: retry).
+pub fn permanent(reason: &str) -> Option<ErrorCategory> {
+    match reason {
+        "SourceAuthFailure" | "ImagePullAuthFailure" => Some(ErrorCategory::Auth),
+        "SourceNotFound" | "DownloadFailed" | "InvalidModelSize" => {
+            Some(ErrorCategory::InvalidSpec)
+        }
+        "StorageFull" | "OOMKilled" => Some(ErrorCategory::ResourceExhaustion),
+        "ImageNotFound" => Some(ErrorCategory::MissingUpstreamDependency),
+        _ => None,
+    }
+}
+
+fn stamp(mut e: CategorizedError, fp: &str) -> CategorizedError {
+    e.message = format!("{} (spec {fp})", e.message);
+    e
+}
+
+/// The permanent failure recorded in condition `<component>Ready` for the Job fingerprinted
+/// `fp`, if any: reported again instead of running the Job once more.
+pub fn recorded_failure(a: &AIMArtifact, component: &str, fp: &str) -> Option<CategorizedError> {
+    let t = format!("{component}Ready");
+    let c = a
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == t && c.status == "False")?;
+    let category = permanent(&c.reason)?;
+    c.message
+        .ends_with(&format!("(spec {fp})"))
+        .then(|| err(category, &c.reason, c.message.clone()))
+}
+
 fn job_state(job: &Job, t: &str) -> bool {
     job.status
         .as_ref()
@@ -96,6 +164,7 @@ pub fn check_size(
     let Some(job) = live else {
         return (progressing("creating the size check".into()), None);
     };
+    let fp = fingerprint(job);
     let obs = match seen {
         Some(Ok(o)) => o,
         Some(Err(e)) => {
@@ -120,7 +189,9 @@ pub fn check_size(
                 Some(bytes),
             ),
             Some(Err(e)) => (
-                ComponentHealth::new(CHECK_SIZE_JOB).downstream().error(e),
+                ComponentHealth::new(CHECK_SIZE_JOB)
+                    .downstream()
+                    .error(stamp(e, &fp)),
                 None,
             ),
             None => (progressing("waiting for the size check's pod".into()), None),
@@ -129,7 +200,9 @@ pub fn check_size(
     if job_state(job, "Failed") {
         let e = classify::failure(job, &obs.pods, obs.log.as_deref().unwrap_or_default());
         return (
-            ComponentHealth::new(CHECK_SIZE_JOB).downstream().error(e),
+            ComponentHealth::new(CHECK_SIZE_JOB)
+                .downstream()
+                .error(stamp(e, &fp)),
             None,
         );
     }
@@ -159,15 +232,23 @@ pub fn claim(live: Option<&PersistentVolumeClaim>, name: &str) -> ComponentHealt
     }
 }
 
-/// The download component, and whether the Job is to be planned.
+/// The download component, and whether the Job is to be planned; `planned` is the Job that
+/// would run now.
 pub fn download(
     a: &AIMArtifact,
     live: Option<&Job>,
     seen: Option<&Result<JobObservation, CategorizedError>>,
-    name: &str,
+    planned: &Job,
 ) -> (ComponentHealth, bool) {
+    let name = planned.metadata.name.as_deref().unwrap_or_default();
     let was_ready = a.status.as_ref().is_some_and(|s| s.status == Phase::Ready);
     let Some(job) = live else {
+        if let Some(e) = recorded_failure(a, DOWNLOAD_JOB, &fingerprint(planned)) {
+            return (
+                ComponentHealth::new(DOWNLOAD_JOB).downstream().error(e),
+                false,
+            );
+        }
         if was_ready {
             return (
                 health(
@@ -215,7 +296,9 @@ pub fn download(
     if job_state(job, "Failed") {
         let e = classify::failure(job, &obs.pods, obs.log.as_deref().unwrap_or_default());
         return (
-            ComponentHealth::new(DOWNLOAD_JOB).downstream().error(e),
+            ComponentHealth::new(DOWNLOAD_JOB)
+                .downstream()
+                .error(stamp(e, &fingerprint(job))),
             true,
         );
     }

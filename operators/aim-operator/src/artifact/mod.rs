@@ -10,7 +10,10 @@
 //!
 //! Jobs are immutable: each Job is created once (a changed spec reaches the next Job, after
 //! the finished one's TTL removed it, or after a user deleted it to retry at once) and never
-//! pruned; the claim is created once and never resized.
+//! pruned; the claim is created once and never resized. A permanent failure (auth, not found,
+//! storage full, ...) is recorded in its condition with the failed Job's fingerprint and not
+//! retried until the spec changes; infrastructure failures are retried once the failed Job's
+//! TTL removed it ([`compose`]).
 //!
 //! Status: `discoveredSizeBytes`, `displaySize`, `allocatedSize` (the claim's request),
 //! `headroomPercent`, `mode` (`Dedicated` when owned, else `Shared`),
@@ -212,7 +215,21 @@ impl Pipeline for ArtifactPipeline {
                                     .with_reason(Reason::custom("InvalidArtifact"))
                             })
                         }) {
-                            Ok(ArtifactJobs::CheckSize(j)) => state.check_size = Some(*j),
+                            Ok(ArtifactJobs::CheckSize(j)) => {
+                                let fp = compose::fingerprint(&j);
+                                match compose::recorded_failure(
+                                    object,
+                                    compose::CHECK_SIZE_JOB,
+                                    &fp,
+                                ) {
+                                    // A permanent failure is reported, not retried.
+                                    Some(e) => {
+                                        components.pop();
+                                        components.push(error_health(compose::CHECK_SIZE_JOB, e));
+                                    }
+                                    None => state.check_size = Some(*j),
+                                }
+                            }
                             Ok(ArtifactJobs::Download { .. }) => {}
                             Err(e) => components.push(error_health(compose::CHECK_SIZE_JOB, e)),
                         }
@@ -358,8 +375,7 @@ fn compose_download(
     }
     let job_name = job.metadata.name.clone().unwrap_or_default();
     let live_job = children.typed::<Job>(Some(&ns), &job_name).ok().flatten();
-    let (h, plan_job) =
-        compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job_name);
+    let (h, plan_job) = compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job);
     components.push(h);
     if plan_job && live_job.is_none() {
         state.download = Some(job);
