@@ -365,3 +365,57 @@ async fn a_permanent_failure_is_not_retried_when_its_job_expires() {
     expire(&job).await;
     wait(&jobs, &job, "retried", |j: &Job| j.uid() != old).await;
 }
+
+#[tokio::test]
+async fn the_downloaders_status_fields_stay_the_downloaders() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(logs(&[]));
+    let api = artifact(
+        &env,
+        "dl",
+        json!({"sourceUri": "hf://org/dl", "size": "1Gi"}),
+    )
+    .await;
+    wait(&api, "dl", "Ready", phase_is(Phase::Ready)).await;
+    // The downloader patches its fields (as upstream's `kubectl patch` from the pod does).
+    let progress = json!({"status": {
+        "progress": {"percentage": 100, "displayPercentage": "100%"},
+        "download": {"attempt": 1, "protocol": "HTTP"},
+        "lastUsed": "2026-01-01T00:00:00Z"}});
+    api.patch_status(
+        "dl",
+        &PatchParams::apply("downloader").force(),
+        &Patch::Apply(
+            json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+                              "metadata": {"name": "dl", "namespace": NS},
+                              "status": progress["status"].clone()}),
+        ),
+    )
+    .await
+    .unwrap();
+    // A spec change makes the operator write its status again.
+    api.patch(
+        "dl",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"env": [{"name": "X", "value": "1"}]}})),
+    )
+    .await
+    .unwrap();
+    let a = wait(&api, "dl", "status rewritten", phase_is(Phase::Ready)).await;
+    let st = a.status.as_ref().unwrap();
+    assert_eq!(
+        st.progress.as_ref().and_then(|p| p.percentage),
+        Some(100),
+        "kept"
+    );
+    assert!(st.download.is_some() && st.last_used.is_some());
+    for m in a.metadata.managed_fields.iter().flatten() {
+        if m.manager.as_deref() == Some("downloader") {
+            continue;
+        }
+        let fields = serde_json::to_string(&m.fields_v1).unwrap();
+        for f in ["f:progress", "f:download", "f:lastUsed"] {
+            assert!(!fields.contains(f), "{:?} owns {f}: {fields}", m.manager);
+        }
+    }
+}

@@ -18,7 +18,8 @@
 //! Status: `discoveredSizeBytes`, `displaySize`, `allocatedSize` (the claim's request),
 //! `headroomPercent`, `mode` (`Dedicated` when owned, else `Shared`),
 //! `persistentVolumeClaim`, `status`, conditions, `observedGeneration`; `progress`,
-//! `download` and `lastUsed` belong to the downloader and are carried over.
+//! `download` and `lastUsed` belong to the downloader: never part of the operator's status
+//! apply, so they are neither overwritten with stale values nor taken over.
 //!
 //! The downloader reports progress by patching `status` itself (upstream runs `kubectl patch`
 //! from the pod); that needs a RoleBinding for the Job's service account that this operator
@@ -306,9 +307,10 @@ impl Pipeline for ArtifactPipeline {
                 .size_bytes
                 .map(compose::display_size)
                 .or(previous.display_size),
-            download: previous.download,
+            // The downloader's (it patches them): left out of our apply so it keeps them.
+            download: None,
             headroom_percent: i32::try_from(s.headroom).ok(),
-            last_used: previous.last_used,
+            last_used: None,
             mode: Some(if owned {
                 CachingMode::Dedicated
             } else {
@@ -320,7 +322,7 @@ impl Pipeline for ArtifactPipeline {
                 .as_ref()
                 .map(|(n, _)| n.clone())
                 .or(previous.persistent_volume_claim),
-            progress: previous.progress,
+            progress: None,
             status: scheme::phase(status),
         };
         serde_json::to_value(st).unwrap_or_default()
