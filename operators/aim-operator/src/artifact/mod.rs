@@ -104,7 +104,9 @@ fn current(a: &AIMArtifact) -> Option<(String, &'static str)> {
     match compose::known_size(a) {
         Some(Ok(_)) => child_name(a, "download").ok().map(|n| (n, "download")),
         Some(Err(_)) => None,
-        None => child_name(a, "check-size").ok().map(|n| (n, "check-size")),
+        None => child_name(a, "check-size")
+            .ok()
+            .map(|n| (n, fetch::CHECK_SIZE_CONTAINER)),
     }
 }
 
