@@ -8,7 +8,8 @@
 //!   `SourceAuthFailure` Auth, `SourceNotFound` InvalidSpec, `Forbidden` Infrastructure), then
 //!   timeouts (a stalled or timed-out transfer, or the Job's `DeadlineExceeded`:
 //!   Infrastructure `DownloadTimeout`, retried), else InvalidSpec `DownloadFailed`. The message
-//!   names the Job and quotes the last log line (at most 200 characters).
+//!   names the Job and quotes the last log line (at most 200 characters), [`redact`]ed: it
+//!   lands in conditions and Events.
 //! - [`running`]: a pod of a running Job whose status already has a categorised error (an
 //!   image pull refused, an OOM kill) surfaces it before the Job gives up.
 //! - [`size`]: the last non-empty log line is JSON `{"sizeBytes": N}` with 0 < N ≤ 1 PiB;
@@ -34,7 +35,88 @@ fn last_line(log: &str) -> String {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    line.chars().take(200).collect()
+    redact(line).chars().take(200).collect()
+}
+
+const REDACTED: &str = "<redacted>";
+
+/// Keys whose values are secrets (`key=value`, `key: value`), lower case.
+const SECRET_KEYS: [&str; 12] = [
+    "token",
+    "access_token",
+    "hf_token",
+    "password",
+    "passwd",
+    "secret",
+    "api_key",
+    "apikey",
+    "signature",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+];
+
+fn secret_key(key: &str) -> bool {
+    let k = key
+        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_ascii_lowercase();
+    SECRET_KEYS
+        .iter()
+        .any(|s| k == *s || k.ends_with(&format!("_{s}")))
+}
+
+fn redact_word(word: &str) -> String {
+    // A URL's (or presigned request's) query string: everything after `?`.
+    if let Some(q) = word.find('?')
+        && (word.contains("://") || word.to_ascii_lowercase().contains("x-amz-"))
+    {
+        return format!("{}?{REDACTED}", &word[..q]);
+    }
+    // key=value pairs, `&`-separated.
+    let mut out = word
+        .split('&')
+        .map(|part| match part.split_once('=') {
+            Some((k, v)) if secret_key(k) && !v.is_empty() => format!("{k}={REDACTED}"),
+            _ => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    // Hugging Face tokens.
+    let mut from = 0;
+    while let Some(i) = out[from..].find("hf_").map(|i| i + from) {
+        let tail = &out[i + 3..];
+        let len = tail
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(tail.len());
+        if len >= 8 {
+            out = format!("{}hf_{REDACTED}{}", &out[..i], &tail[len..]);
+        }
+        from = i + 3;
+    }
+    out
+}
+
+/// `line` with what looks like a secret replaced by `<redacted>`: URL query strings
+/// (presigned `X-Amz-*` URLs), `hf_…` tokens, the values of `token=`, `password=`, `secret=`,
+/// `signature=`-like keys (also `key: value`), and the word after `Bearer`.
+pub fn redact(line: &str) -> String {
+    let mut out = Vec::new();
+    let mut hide_next = false;
+    for word in line.split(' ') {
+        if hide_next && !word.is_empty() {
+            out.push(REDACTED.to_owned());
+            hide_next = false;
+            continue;
+        }
+        let lower = word.to_ascii_lowercase();
+        hide_next = lower == "bearer"
+            || lower == "basic"
+            || lower
+                .strip_suffix(':')
+                .is_some_and(|k| secret_key(k.trim_matches('"')));
+        out.push(redact_word(word));
+    }
+    out.join(" ")
 }
 
 fn timed_out(job: &Job, log: &str) -> bool {
@@ -102,6 +184,53 @@ pub fn size(log: &str) -> Result<u64, CategorizedError> {
         )));
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_from_quoted_log_lines() {
+        let cases = [
+            (
+                "GET https://bucket.s3.amazonaws.com/m.bin?X-Amz-Algorithm=AWS4&X-Amz-Signature=abc123 failed",
+                "GET https://bucket.s3.amazonaws.com/m.bin?<redacted> failed",
+            ),
+            (
+                "403 for url https://huggingface.co/api/models/org/m?token=s3cr3t",
+                "403 for url https://huggingface.co/api/models/org/m?<redacted>",
+            ),
+            (
+                "auth with hf_AbCdEfGhIjKlMnOp,hf_x,hf_QrStUvWxYz12 failed",
+                "auth with hf_<redacted>,hf_x,hf_<redacted> failed",
+            ),
+            (
+                "login token=abc password=hunter2 user=bob",
+                "login token=<redacted> password=<redacted> user=bob",
+            ),
+            (
+                "X-Amz-Credential=AKIA/2026 X-Amz-Security-Token=zzz",
+                "X-Amz-Credential=<redacted> X-Amz-Security-Token=<redacted>",
+            ),
+            (
+                "header Authorization: Bearer eyJhbGciOi rejected",
+                "header Authorization: Bearer <redacted> rejected",
+            ),
+            ("password: hunter2", "password: <redacted>"),
+            (
+                "OSError: [Errno 28] No space left on device",
+                "OSError: [Errno 28] No space left on device",
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(redact(line), want, "{line}");
+        }
+        // What reaches the condition message is redacted too.
+        let log = "fetching\nerror: 401 https://h/m?X-Amz-Signature=deadbeef\n";
+        let e = failure(&Job::default(), &[], log);
+        assert!(!e.message.contains("deadbeef"), "{}", e.message);
+    }
 }
 
 #[cfg(test)]
