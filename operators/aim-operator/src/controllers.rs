@@ -630,11 +630,17 @@ fn service_controller(
         watcher::Config::default(),
         move |tc| in_cache_ns(tc.meta().namespace.as_deref()),
     );
-    // Inference pods (image pulls, crashes): back to the service whose InferenceService they run.
+    // Inference pods (image pulls, crashes): back to the service whose InferenceService they
+    // run. Only AIM's: KServe copies the InferenceService's labels (`aim.eai.amd.com/service`)
+    // to its pods.
     let store = c.store();
     let c = c.watches(
         Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()),
-        watcher::Config::default().labels(crate::service::runtime::ISVC_POD_LABEL),
+        watcher::Config::default().labels(&format!(
+            "{},{}",
+            crate::service::runtime::ISVC_POD_LABEL,
+            crate::service::runtime::AIM_POD_LABEL
+        )),
         move |pod| {
             let isvc = pod
                 .labels()

@@ -484,7 +484,9 @@ async fn image_pull_errors_of_inference_pods_are_classified() {
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.client.clone(), NS);
     let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
         "metadata": {"name": "pull-predictor-0", "namespace": NS,
-                     "labels": {"serving.kserve.io/inferenceservice": isvc.as_str()}},
+                     // KServe copies the InferenceService's labels to its pods.
+                     "labels": {"serving.kserve.io/inferenceservice": isvc.as_str(),
+                                "aim.eai.amd.com/service": "pull"}},
         "spec": {"containers": [{"name": "kserve-container", "image": IMAGE}]}}))
     .unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();

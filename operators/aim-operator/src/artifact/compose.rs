@@ -13,7 +13,7 @@
 //!   TTL removed it): a finished download is never repeated.
 //! - Components `CachePvc` (the live claim) and `DownloadJob`: Complete is Ready; Failed is
 //!   classified ([`super::classify::failure`]); a running Job's pod errors surface at once;
-//!   otherwise Progressing with the downloader's reported progress.
+//!   otherwise Progressing `Downloading` (the percentage only in `status.progress`).
 //! - Failures are recorded: a failure classified from a live Job carries the Job's
 //!   [`fingerprint`] in its condition message (`(spec <fp>)`). When the Job is gone (its TTL
 //!   removed it) and the recorded failure is permanent ([`permanent`]: auth, not found, storage
@@ -308,18 +308,13 @@ pub fn download(
             true,
         );
     }
-    let progress = a
-        .status
-        .as_ref()
-        .and_then(|s| s.progress.as_ref())
-        .and_then(|p| p.display_percentage.clone())
-        .map_or_else(String::new, |p| format!(" ({p})"));
+    // The percentage is the downloader's `status.progress`, not part of the condition.
     (
         health(
             DOWNLOAD_JOB,
             ComponentState::Progressing,
             "Downloading",
-            format!("job {name} is downloading{progress}"),
+            format!("job {name} is downloading"),
         ),
         true,
     )
@@ -351,5 +346,27 @@ mod tests {
         assert_eq!(display_size(512), "512 B");
         assert_eq!(display_size(3 << 29), "1.5 GiB");
         assert_eq!(display_size(1 << 50), "1.0 PiB");
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn the_download_condition_carries_no_percentage() {
+        let a: AIMArtifact = serde_json::from_value(serde_json::json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+            "metadata": {"name": "a", "namespace": "ns"},
+            "spec": {"sourceUri": "hf://org/m"},
+            "status": {"status": "Progressing",
+                       "progress": {"percentage": 42, "displayPercentage": "42%"}}}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let job: Job = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a-download"}, "status": {"active": 1}}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (h, _) = download(&a, Some(&job), None, &job);
+        let m = h.message.unwrap_or_default();
+        assert!(!m.contains('%'), "{m}");
     }
 }

@@ -17,7 +17,8 @@
 //!   (or there are no sources); a Failed, Degraded or NotAvailable artifact gives that state
 //!   with the artifact's own `Ready` reason and message (the root cause, e.g.
 //!   `SourceAuthFailure`); otherwise Progressing (`CreatingArtifacts`, `ArtifactsProgressing`
-//!   with the download progress).
+//!   naming the artifacts not Ready and their phase; no percentage, which lives only in the
+//!   artifact's `status.progress`).
 
 use std::collections::BTreeMap;
 
@@ -274,20 +275,12 @@ pub fn artifacts_health(list: &[SourceArtifact]) -> ComponentHealth {
             format!("{ready}/{} artifacts ready", live.len()),
         );
     }
-    let progress: Vec<String> = live
+    // Phases only: the download percentage stays in the artifact's `status.progress` (a
+    // progress tick must not rewrite every status up the chain).
+    let waiting: Vec<String> = live
         .iter()
         .filter(|a| phase(a) != Phase::Ready)
-        .map(|a| {
-            let pct = a
-                .status
-                .as_ref()
-                .and_then(|s| s.progress.as_ref())
-                .and_then(|p| p.display_percentage.clone());
-            match pct {
-                Some(p) => format!("{} {p}", a.name_any()),
-                None => format!("{} {}", a.name_any(), phase(a)),
-            }
-        })
+        .map(|a| format!("{} {}", a.name_any(), phase(a)))
         .collect();
     health(
         ComponentState::Progressing,
@@ -295,7 +288,7 @@ pub fn artifacts_health(list: &[SourceArtifact]) -> ComponentHealth {
         format!(
             "{ready}/{} artifacts ready; {}",
             live.len(),
-            progress.join(", ")
+            waiting.join(", ")
         ),
     )
 }
@@ -377,5 +370,43 @@ pub fn template_health(
             Some(t.sources.clone()),
             Some(t.kind),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn download_progress_does_not_reach_the_cache_condition() {
+        let artifact = |pct: &str| -> AIMArtifact {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+                "metadata": {"name": "a", "namespace": "ns"},
+                "spec": {"sourceUri": "hf://org/m"},
+                "status": {"status": "Progressing",
+                           "progress": {"percentage": 42, "displayPercentage": pct}}}))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let source: AIMModelSource = serde_json::from_value(
+            serde_json::json!({"name": "org/m", "modelId": "org/m", "sourceUri": "hf://org/m"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let messages: Vec<String> = ["42%", "43%"]
+            .into_iter()
+            .map(|pct| {
+                let list = [SourceArtifact {
+                    source: source.clone(),
+                    live: Some(artifact(pct)),
+                    desired: None,
+                }];
+                artifacts_health(&list).message.unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(
+            messages[0], messages[1],
+            "no status churn per progress tick"
+        );
+        assert!(!messages[0].contains('%'), "{}", messages[0]);
     }
 }

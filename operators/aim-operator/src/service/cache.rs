@@ -179,7 +179,8 @@ fn live_health(cache: &AIMTemplateCache) -> ComponentHealth {
             return health(
                 ComponentState::Progressing,
                 "CacheNotReady",
-                format!("waiting for template cache {name}{detail}"),
+                // Not the cache's message: it changes with every download step.
+                format!("waiting for template cache {name}"),
             );
         }
     };

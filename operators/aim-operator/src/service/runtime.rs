@@ -36,6 +36,9 @@ pub const PODS: &str = "InferenceServicePods";
 pub const HPA: &str = "HPA";
 /// The label KServe puts on an InferenceService's pods.
 pub const ISVC_POD_LABEL: &str = "serving.kserve.io/inferenceservice";
+/// The AIM label of the InferenceService that KServe copies to its pods: the pod watch is
+/// scoped to it.
+pub const AIM_POD_LABEL: &str = "aim.eai.amd.com/service";
 
 fn health(
     component: &'static str,
