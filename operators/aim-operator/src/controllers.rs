@@ -623,12 +623,18 @@ fn service_controller(
         );
     // Resolution and selection read models and templates: re-enqueue their namespace's services.
     let by_ns = serving::all_in(c.store());
-    // Shared caches have no owner: any cache change re-enqueues its namespace's services.
-    let in_cache_ns = by_ns.clone();
+    // Shared caches have no owner: a cache change re-enqueues the services using it.
+    let cache_store = c.store();
     let c = c.watches(
         Api::<kinfer_api::aim::AIMTemplateCache>::all(client.clone()),
         watcher::Config::default(),
-        move |tc| in_cache_ns(tc.meta().namespace.as_deref()),
+        move |tc| {
+            let state = cache_store.state();
+            let services = state.iter().filter_map(|g| g.0.as_ref().ok());
+            serving::services_of_cache(&tc, services)
+                .map(|s| object_ref::<AIMService>(&s.name_any(), s.meta().namespace.as_deref()))
+                .collect::<Vec<_>>()
+        },
     );
     // Inference pods (image pulls, crashes): back to the service whose InferenceService they
     // run. Only AIM's: KServe copies the InferenceService's labels (`aim.eai.amd.com/service`)

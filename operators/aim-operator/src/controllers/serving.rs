@@ -1,10 +1,15 @@
 //! Serving (AIM part 2): the AIMTemplateCache and AIMArtifact controllers, and the watches the
 //! service and cache controllers share.
 //!
-//! Contract: unowned objects (shared caches and artifacts) and templates re-enqueue every
-//! object of their namespace ([`all_in`], [`with_template_watches`]); a cache also follows its
-//! artifacts and runtime config; an artifact follows its Jobs, PVC and its Jobs' pods (which
-//! carry the artifact's label from the pod template).
+//! Contract: templates re-enqueue every object of their namespace ([`all_in`],
+//! [`with_template_watches`]). Unowned objects are mapped to the objects that use them, not
+//! to their whole namespace (a download progress tick must not requeue every cache and
+//! service): an artifact to the caches that list it in `status.artifacts`, created it
+//! (`aim.eai.amd.com/template-cache`) or are not Ready yet (they may be about to adopt it)
+//! ([`caches_of_artifact`]); a cache to the services whose `status.cache.templateCacheRef`
+//! names it, that keep it (`aim.eai.amd.com/service`) or that are not Running yet
+//! ([`services_of_cache`]). A cache also follows its runtime config; an artifact follows its
+//! Jobs, PVC and its Jobs' pods (which carry the artifact's label from the pod template).
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -43,6 +48,57 @@ where
             .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
             .collect()
     }
+}
+
+/// The caches (of `caches`) that an artifact change concerns; see the module contract.
+pub fn caches_of_artifact<'a>(
+    artifact: &'a kinfer_api::aim::AIMArtifact,
+    caches: impl IntoIterator<Item = &'a kinfer_api::aim::AIMTemplateCache> + 'a,
+) -> impl Iterator<Item = &'a kinfer_api::aim::AIMTemplateCache> + 'a {
+    let ns = artifact.meta().namespace.clone();
+    let name = artifact.name_any();
+    let creator = artifact
+        .labels()
+        .get(crate::cache::compose::CREATOR_LABEL)
+        .cloned();
+    caches.into_iter().filter(move |c| {
+        c.meta().namespace == ns
+            && (c.status.as_ref().is_none_or(|s| {
+                s.status != kinfer_api::phase::Phase::Ready
+                    || s.artifacts.values().any(|a| a.name == name)
+            }) || creator.as_deref() == Some(scheme::label_value(&c.name_any()).as_str()))
+    })
+}
+
+/// The services (of `services`) that a template cache change concerns; see the module
+/// contract.
+pub fn services_of_cache<'a>(
+    cache: &'a kinfer_api::aim::AIMTemplateCache,
+    services: impl IntoIterator<Item = &'a kinfer_api::aim::AIMService> + 'a,
+) -> impl Iterator<Item = &'a kinfer_api::aim::AIMService> + 'a {
+    let ns = cache.meta().namespace.clone();
+    let name = cache.name_any();
+    let keeper = cache
+        .labels()
+        .get(crate::service::cache::SERVICE_LABEL)
+        .cloned();
+    let owners: Vec<String> = cache
+        .owner_references()
+        .iter()
+        .map(|o| o.uid.clone())
+        .collect();
+    services.into_iter().filter(move |s| {
+        s.meta().namespace == ns
+            && (s.status.as_ref().is_none_or(|st| {
+                st.status != kinfer_api::aim::AIMServiceState::Running
+                    || st
+                        .cache
+                        .as_ref()
+                        .and_then(|c| c.template_cache_ref.as_ref())
+                        .is_some_and(|r| r.name.as_deref() == Some(name.as_str()))
+            }) || keeper.as_deref() == Some(scheme::label_value(&s.name_any()).as_str())
+                || s.uid().is_some_and(|u| owners.contains(&u)))
+    })
 }
 
 /// Re-enqueues through `by_ns` on template changes: a namespace template's namespace, every
@@ -84,15 +140,23 @@ pub(super) fn controllers(
             c,
             metrics,
         );
-        // Shared artifacts have no owner, and sources come from templates: re-enqueue the
-        // namespace's caches (all caches for cluster templates).
+        // Shared artifacts have no owner: mapped to the caches using them; sources come from
+        // templates: re-enqueue the namespace's caches (all caches for cluster templates).
         let base = base::<AIMTemplateCache>(client, n);
         let by_ns = all_in(base.store());
-        let on_artifact = by_ns.clone();
+        let store = base.store();
         let c = base.watches(
             Api::<AIMArtifact>::all(client.clone()),
             watcher::Config::default(),
-            move |a| on_artifact(a.meta().namespace.as_deref()),
+            move |a| {
+                let state = store.state();
+                let caches = state.iter().filter_map(|g| g.0.as_ref().ok());
+                caches_of_artifact(&a, caches)
+                    .map(|c| {
+                        object_ref::<AIMTemplateCache>(&c.name_any(), c.meta().namespace.as_deref())
+                    })
+                    .collect::<Vec<_>>()
+            },
         );
         let c = with_template_watches(c, client, by_ns);
         let c = with_config_watches(c, client, |tc: &AIMTemplateCache| {
@@ -139,4 +203,80 @@ pub(super) fn controllers(
     Box::pin(async move {
         futures::join!(caches, artifacts);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use kinfer_api::aim::{AIMArtifact, AIMService, AIMTemplateCache};
+    use serde_json::json;
+
+    use super::*;
+
+    fn from<K: serde::de::DeserializeOwned>(v: serde_json::Value) -> K {
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn cache(name: &str, ns: &str, status: &serde_json::Value) -> AIMTemplateCache {
+        from(
+            json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"templateName": "t", "templateScope": "Namespace", "mode": "Shared"}, "status": status}),
+        )
+    }
+
+    fn service(name: &str, status: &serde_json::Value) -> AIMService {
+        from(
+            json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMService",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+            "spec": {"model": {"name": "m"}}, "status": status}),
+        )
+    }
+
+    #[test]
+    fn artifact_events_reach_only_the_caches_concerned() {
+        let artifact: AIMArtifact = from(json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+            "metadata": {"name": "art", "namespace": "ns",
+                         "labels": {"aim.eai.amd.com/template-cache": "creator"}},
+            "spec": {"sourceUri": "hf://org/m"},
+            "status": {"status": "Progressing", "progress": {"percentage": 3}}}));
+        let ready_other = json!({"status": "Ready", "artifacts": {"o": {
+            "model": "o", "name": "other", "status": "Ready", "uid": "u"}}});
+        let ready_user = json!({"status": "Ready", "artifacts": {"m": {
+            "model": "m", "name": "art", "status": "Ready", "uid": "u"}}});
+        let caches = [
+            cache("creator", "ns", &ready_other),
+            cache("user", "ns", &ready_user),
+            cache("waiting", "ns", &json!({"status": "Progressing"})),
+            cache("unrelated", "ns", &ready_other),
+            cache("elsewhere", "other-ns", &json!({"status": "Progressing"})),
+        ];
+        let hit: Vec<String> = caches_of_artifact(&artifact, &caches)
+            .map(ResourceExt::name_any)
+            .collect();
+        assert_eq!(hit, ["creator", "user", "waiting"]);
+    }
+
+    #[test]
+    fn cache_events_reach_only_the_services_concerned() {
+        let tc: AIMTemplateCache = from(json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache",
+            "metadata": {"name": "c", "namespace": "ns",
+                         "labels": {"aim.eai.amd.com/service": "keeper"},
+                         "ownerReferences": [{"apiVersion": "aim.eai.amd.com/v1alpha1",
+                             "kind": "AIMService", "name": "owner", "uid": "uid-owner"}]},
+            "spec": {"templateName": "t", "templateScope": "Namespace", "mode": "Shared"}}));
+        let running = |cache: &str| json!({"status": "Running", "cache": {"templateCacheRef": {"name": cache}}});
+        let services = [
+            service("keeper", &running("x")),
+            service("owner", &running("x")),
+            service("user", &running("c")),
+            service("starting", &json!({"status": "Starting"})),
+            service("unrelated", &running("x")),
+        ];
+        let hit: Vec<String> = services_of_cache(&tc, &services)
+            .map(ResourceExt::name_any)
+            .collect();
+        assert_eq!(hit, ["keeper", "owner", "user", "starting"]);
+    }
 }
