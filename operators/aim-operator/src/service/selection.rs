@@ -10,8 +10,8 @@ use kinfer_select::{Candidate, Metric, Precision, ProfileType, Request, Scope};
 use super::fetch::TemplateInfo;
 
 /// What automatic selection weighs for `svc` running `model`: the pool (the model's templates,
-/// derived ones excluded), each as a [`Candidate`] (status; profile type from the discovered
-/// profile; metric and precision from the spec, else the profile; GPU model and count from
+/// derived ones excluded), each as a [`Candidate`] (status; profile type from the spec's
+/// `type` override, else the discovered profile; metric and precision from the spec, else the profile; GPU model and count from
 /// `status.resolvedHardware`, else the spec, the model else the profile's GPU), and the
 /// service's [`Request`] (overrides, `allowUnoptimized`). The one mapping the operator and
 /// `kinfer explain template` share.
@@ -32,14 +32,20 @@ fn candidate(t: &TemplateInfo) -> Candidate {
     let meta = t.profile_metadata();
     let gpu = t.gpu();
     let (metric, precision) = (t.metric(), t.precision());
-    let profile_type = match meta.and_then(|m| m.r#type) {
+    // `spec.type` overrides what discovery reports (kinfer-api's template contract).
+    let overridden = t
+        .spec
+        .r#type
+        .as_deref()
+        .and_then(|s| s.parse::<ProfileType>().ok());
+    let profile_type = overridden.or(match meta.and_then(|m| m.r#type) {
         Some(kinfer_api::aim::template::AIMProfileType::Optimized) => Some(ProfileType::Optimized),
         Some(kinfer_api::aim::template::AIMProfileType::Preview) => Some(ProfileType::Preview),
         Some(kinfer_api::aim::template::AIMProfileType::Unoptimized) => {
             Some(ProfileType::Unoptimized)
         }
         None => None,
-    };
+    });
     Candidate {
         scope: match t.scope {
             ResolutionScope::Cluster => Scope::Cluster,
@@ -150,6 +156,16 @@ mod tests {
             "the profile fills what the spec lacks"
         );
         assert_eq!(c.profile_type, Some(ProfileType::Preview));
+
+        // A custom template declares its type: it wins over the discovered profile's.
+        let typed = template(
+            "typed",
+            json!({"modelName": "m", "type": "optimized"}),
+            json!({"status": "Ready",
+                   "profile": {"metadata": {"type": "unoptimized"}}}),
+        );
+        let (_, typed, _) = selection_inputs(&svc, "m", std::slice::from_ref(&typed));
+        assert_eq!(typed[0].profile_type, Some(ProfileType::Optimized));
         assert_eq!(
             (
                 c.gpu_model.as_ref().map(ToString::to_string).as_deref(),

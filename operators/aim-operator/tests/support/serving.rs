@@ -136,7 +136,8 @@ pub async fn steady(env: &Env, ns: &str) {
     }
 }
 
-/// `obj` validates against the CRD in `../shared/<dir>/<file>` (skipped without the data).
+/// `obj` validates against the CRD in `../shared/<dir>/<file>`: skipped with a message without
+/// the data, a failure under CI ([`kinfer_crdcheck::shared_dir`]).
 pub fn valid_against(dir: &str, file: &str, version: &str, obj: &serde_json::Value) {
     let Some(shared) = kinfer_crdcheck::shared_dir() else {
         return;
