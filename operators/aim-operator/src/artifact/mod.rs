@@ -56,7 +56,7 @@ use crate::scheme;
 use crate::service::{HasRuntimeConfig, observed};
 
 /// The controller's short name (`aim-artifact-controller`).
-pub const CONTROLLER: &str = "artifact";
+pub const CONTROLLER: &str = scheme::controller::ARTIFACT;
 
 /// The artifact's composed state.
 #[derive(Debug, Clone, Default)]

@@ -34,7 +34,7 @@ use crate::scheme;
 use crate::service::{HasRuntimeConfig, observed};
 
 /// The controller's short name (`aim-template-cache-controller`).
-pub const CONTROLLER: &str = "template-cache";
+pub const CONTROLLER: &str = scheme::controller::TEMPLATE_CACHE;
 /// The cache's finalizer.
 pub const FINALIZER: &str = "aim.eai.amd.com/artifactcleanup";
 
