@@ -271,6 +271,49 @@ async fn dedicated_cache_is_owned_by_the_service_and_collected_with_it() {
     );
     steady(&env, NS).await;
 
+    // A label someone else puts on the owned artifact stays theirs: the cache keeps applying
+    // what it computes, not the live object.
+    artifacts
+        .patch(
+            &art_name,
+            &kube::api::PatchParams::apply("someone").force(),
+            &kube::api::Patch::Apply(json!({
+                "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+                "metadata": {"name": art_name, "namespace": NS,
+                             "labels": {"example.com/owner": "ops"}}})),
+        )
+        .await
+        .unwrap();
+    // A propagated label change makes the cache write the artifact again.
+    caches
+        .patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"metadata": {"labels": {"aim.eai.amd.com/extra": "1"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let art = wait(
+        &artifacts,
+        &art_name,
+        "label propagated",
+        |a: &AIMArtifact| a.labels().get("aim.eai.amd.com/extra").is_some(),
+    )
+    .await;
+    assert_eq!(art.labels()["example.com/owner"], "ops");
+    for m in art.metadata.managed_fields.iter().flatten() {
+        let fields = serde_json::to_string(&m.fields_v1).unwrap();
+        if m.manager.as_deref() != Some("someone") {
+            assert!(
+                !fields.contains("example.com/owner"),
+                "{:?} took the label over",
+                m.manager
+            );
+        }
+    }
+
     services
         .delete("solo", &DeleteParams::default())
         .await

@@ -176,25 +176,26 @@ pub fn artifacts(
             .cloned();
         let mut env = crate::env::merge(&[&cache.spec.env, &source.env]);
         env.sort_by(|a, b| a.name.cmp(&b.name));
-        let planned = match &live {
-            Some(_) if !dedicated => None,
-            Some(a) => Some(AIMArtifact {
-                metadata: ObjectMeta {
-                    name: Some(a.name_any()),
-                    namespace: a.namespace(),
-                    labels: a.metadata.labels.clone(),
-                    ..ObjectMeta::default()
-                },
-                spec: a.spec.clone(),
-                status: None,
-            }),
-            None => Some(desired(cache, source, index, env, sc.clone()).map_err(|e| {
+        let build = || {
+            desired(cache, source, index, env.clone(), sc.clone()).map_err(|e| {
                 CategorizedError::new(
                     ErrorCategory::InvalidSpec,
                     format!("artifact for {}: {e}", source.source_uri),
                 )
                 .with_reason(Reason::custom("InvalidArtifact"))
-            })?),
+            })
+        };
+        let planned = match &live {
+            Some(_) if !dedicated => None,
+            // An owned artifact stays planned (so it is not pruned) with what this cache
+            // computes, under its live name: never the live labels or spec, which would take
+            // over fields others set.
+            Some(a) => Some({
+                let mut d = build()?;
+                d.metadata.name = Some(a.name_any());
+                d
+            }),
+            None => Some(build()?),
         };
         out.push(SourceArtifact {
             source: source.clone(),
