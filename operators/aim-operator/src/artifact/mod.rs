@@ -141,7 +141,7 @@ fn input(
         }),
         headroom_percent: Some(headroom),
         downloader_image: Some(a.spec.model_download_image.clone()),
-        env: crate::service::isvc::k8s_env(&env).map_err(|e| invalid(e.to_string()))?,
+        env: crate::env::k8s_env(&env).map_err(|e| invalid(e.to_string()))?,
     })
 }
 

@@ -98,7 +98,7 @@ fn desired(
     let cache_name = cache.name_any();
     let name = names::artifact_name(
         &source.source_uri,
-        &super::super::service::isvc::k8s_env(&env).map_err(|e| e.to_string())?,
+        &crate::env::k8s_env(&env).map_err(|e| e.to_string())?,
         storage_class.as_deref().unwrap_or_default(),
         dedicated.then_some(cache_name.as_str()),
     )

@@ -36,23 +36,6 @@ pub fn scaling(svc: &AIMService) -> Scaling {
     }
 }
 
-/// `kinfer_api` env vars as Kubernetes env vars (a var that does not convert is an input error).
-pub fn k8s_env(
-    env: &[kinfer_api::env::EnvVar],
-) -> Result<Vec<k8s_openapi::api::core::v1::EnvVar>, kinfer_builders::Error> {
-    env.iter()
-        .cloned()
-        .map(|e| {
-            k8s_openapi::api::core::v1::EnvVar::try_from(e).map_err(|e| {
-                kinfer_builders::Error::Input {
-                    field: "env",
-                    reason: e.to_string(),
-                }
-            })
-        })
-        .collect()
-}
-
 /// The InferenceService input of a service with its model and Ready template.
 pub fn isvc_input(
     svc: &AIMService,
@@ -100,17 +83,19 @@ pub fn isvc_input(
         template_resources: t.spec.resources.clone(),
         service_resources: svc.spec.resources.clone(),
         env: AimEnv {
-            runtime_config: k8s_env(rc.map(|r| r.spec.env.as_slice()).unwrap_or_default())?,
+            runtime_config: crate::env::k8s_env(
+                rc.map(|r| r.spec.env.as_slice()).unwrap_or_default(),
+            )?,
             profile_id: t.spec.profile_id.clone(),
             metric: t.metric(),
             precision: t.precision(),
-            template: k8s_env(&t.spec.env)?,
+            template: crate::env::k8s_env(&t.spec.env)?,
             profile: status
                 .and_then(|s| s.profile.as_ref())
                 .map(|p| p.env_vars.clone())
                 .unwrap_or_default(),
             model_id,
-            service: k8s_env(&svc.spec.env)?,
+            service: crate::env::k8s_env(&svc.spec.env)?,
         },
         caches,
         scaling: scaling(svc),
