@@ -5,16 +5,14 @@
 //! and carry their discovery status), then maps what the AIM objects say onto
 //! [`kinfer_select`]'s inputs and prints [`kinfer_select::Selection::explain`] — the outcome,
 //! the cluster's GPUs, and one row per candidate with the filter or rank that decided it and
-//! any tie. The mapping (the aim-operator crate does not expose one yet):
+//! any tie. The mapping:
 //! - the service's model: `spec.model.name` (an AIMModel in the service's namespace, else an
 //!   AIMClusterModel), or `spec.model.image` (the model, namespace first, whose `spec.image`
 //!   is that image); inline custom models are not explained;
-//! - candidates: the namespace's AIMServiceTemplates and every AIMClusterServiceTemplate whose
-//!   `spec.modelName` is that model; status from `status.status`; profile type, metric and
-//!   precision from the discovered `status.profile.metadata`, else the spec; GPU model and
-//!   count from `status.resolvedHardware.gpu`, else `spec.hardware.gpu`;
-//! - the request: `spec.overrides` (metric, precision, `hardware.gpu.model`,
-//!   `hardware.gpu.requests`) and `spec.template.allowUnoptimized`;
+//! - candidates and request: the operator's own mapping
+//!   ([`aim_operator::service::selection::selection_inputs`]) over the namespace's
+//!   AIMServiceTemplates and every AIMClusterServiceTemplate (the model's templates, derived
+//!   ones excluded), so the explanation cannot disagree with what the operator selects;
 //! - cluster GPUs: the GPUs [`kinfer_select::gpu::ClusterGpus`] identifies on the input Nodes
 //!   and the `--set-gpus` Nodes.
 //!
@@ -23,9 +21,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use aim_operator::service::fetch::TemplateInfo;
+use aim_operator::service::selection::selection_inputs;
 use anyhow::{Context, Result, anyhow, bail};
+use kinfer_api::aim::{AIMClusterServiceTemplate, AIMService, AIMServiceTemplate};
 use kinfer_select::gpu::ClusterGpus;
-use kinfer_select::{Candidate, Precision, Request, Scope, TemplateStatus};
 use serde_json::Value;
 
 use crate::progress::Progress;
@@ -89,58 +89,30 @@ fn model_of(service: &Value, namespace: &str, objects: &[Value]) -> Result<(bool
     bail!("the service names no model by name or image (inline custom models are not explained)")
 }
 
-fn candidate(template: &Value, scope: Scope) -> Candidate {
-    let status = str_at(template, &["status", "status"])
-        .unwrap_or_default()
-        .parse()
-        .unwrap_or(TemplateStatus::Pending);
-    let profile = &template["status"]["profile"]["metadata"];
-    let profile_type = str_at(profile, &["type"])
-        .or_else(|| str_at(template, &["spec", "type"]))
-        .and_then(|t| t.parse().ok());
-    let name = template["metadata"]["name"].as_str().unwrap_or_default();
-    let mut c = Candidate::new(name)
-        .scope(scope)
-        .status(status)
-        .profile(profile_type);
-    let gpu = if template["status"]["resolvedHardware"]["gpu"].is_object() {
-        &template["status"]["resolvedHardware"]["gpu"]
-    } else {
-        &template["spec"]["hardware"]["gpu"]
-    };
-    if gpu.is_object() {
-        let count = gpu["requests"]
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(0);
-        c = c.gpu(gpu["model"].as_str().unwrap_or_default(), count);
-    }
-    if let Some(m) = str_at(profile, &["metric"]).or_else(|| str_at(template, &["spec", "metric"]))
-    {
-        c = c.metric(m);
-    }
-    if let Some(p) =
-        str_at(profile, &["precision"]).or_else(|| str_at(template, &["spec", "precision"]))
-    {
-        c = c.precision(p);
-    }
-    c
-}
-
-fn request(service: &Value) -> Request {
-    let o = &service["spec"]["overrides"];
-    Request {
-        metric: str_at(o, &["metric"]).and_then(kinfer_select::Metric::parse),
-        precision: str_at(o, &["precision"]).and_then(Precision::parse),
-        gpu_model: str_at(o, &["hardware", "gpu", "model"])
-            .and_then(kinfer_select::gpu::GpuModel::new),
-        gpu_count: o["hardware"]["gpu"]["requests"]
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok()),
-        allow_unoptimized: service["spec"]["template"]["allowUnoptimized"]
-            .as_bool()
-            .unwrap_or(false),
-    }
+/// The service and its namespace's and the cluster's templates, typed for the operator's
+/// selection mapping ([`aim_operator::service::selection::selection_inputs`]). Objects that do
+/// not decode are left out (the render step already reported them).
+fn typed(
+    service: &Value,
+    namespace: &str,
+    objects: &[Value],
+) -> Result<(AIMService, Vec<TemplateInfo>)> {
+    let svc: AIMService =
+        serde_json::from_value(service.clone()).context("the AIMService does not decode")?;
+    let mut templates: Vec<TemplateInfo> = objects
+        .iter()
+        .filter(|o| is(o, "AIMServiceTemplate") && o["metadata"]["namespace"] == namespace)
+        .filter_map(|o| serde_json::from_value::<AIMServiceTemplate>(o.clone()).ok())
+        .map(TemplateInfo::from)
+        .collect();
+    templates.extend(
+        objects
+            .iter()
+            .filter(|o| is(o, "AIMClusterServiceTemplate"))
+            .filter_map(|o| serde_json::from_value::<AIMClusterServiceTemplate>(o.clone()).ok())
+            .map(TemplateInfo::from),
+    );
+    Ok((svc, templates))
 }
 
 fn cluster_gpus(rendered: &Rendered, options: &ClusterOptions) -> ClusterGpus {
@@ -174,25 +146,10 @@ pub fn explain(rendered: &Rendered, options: &ClusterOptions, service: &str) -> 
         })
         .ok_or_else(|| anyhow!("no AIMService {namespace}/{name} in the inputs"))?;
     let (namespaced_model, model) = model_of(svc, namespace, objects)?;
-    let mut candidates: Vec<Candidate> = objects
-        .iter()
-        .filter(|o| {
-            is(o, "AIMServiceTemplate")
-                && o["metadata"]["namespace"] == namespace
-                && o["spec"]["modelName"] == model.as_str()
-        })
-        .map(|t| candidate(t, Scope::Namespace))
-        .collect();
-    candidates.extend(
-        objects
-            .iter()
-            .filter(|o| {
-                is(o, "AIMClusterServiceTemplate") && o["spec"]["modelName"] == model.as_str()
-            })
-            .map(|t| candidate(t, Scope::Cluster)),
-    );
+    let (typed_svc, templates) = typed(svc, namespace, objects)?;
+    let (_, candidates, request) = selection_inputs(&typed_svc, &model, &templates);
     let gpus = cluster_gpus(rendered, options).model_set();
-    let selection = kinfer_select::select(&candidates, &request(svc), &gpus);
+    let selection = kinfer_select::select(&candidates, &request, &gpus);
     let mut out = format!(
         "AIMService {namespace}/{name}: model {} {model}\n",
         if namespaced_model {

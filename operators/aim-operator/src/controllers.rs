@@ -495,6 +495,14 @@ impl Operator {
             n,
             shutdown.clone(),
         ));
+        // Part 2, serving: template caches and artifacts.
+        futures.push(serving::controllers(
+            &client,
+            &ctx,
+            &metrics,
+            n,
+            shutdown.clone(),
+        ));
 
         // The caches end with their watch streams: stop waiting for them on shutdown.
         let mut stop = shutdown;
@@ -585,22 +593,6 @@ fn config_controller<K: RuntimeConfigKind>(
     drive(base::<K>(client, n), engine, shutdown)
 }
 
-/// Every service in `namespace` (all services for `None`), to re-enqueue on a model or
-/// template change (resolution and selection read them).
-fn services_in(
-    store: Store<Guarded<AIMService>>,
-) -> impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<AIMService>>> + Send + Sync + Clone + 'static {
-    move |namespace: Option<&str>| {
-        store
-            .state()
-            .iter()
-            .filter_map(|g| g.0.as_ref().ok())
-            .filter(|s| namespace.is_none() || s.meta().namespace.as_deref() == namespace)
-            .map(|s| object_ref::<AIMService>(&s.name_any(), s.meta().namespace.as_deref()))
-            .collect()
-    }
-}
-
 fn service_controller(
     client: &Client,
     ctx: &Arc<Context>,
@@ -625,9 +617,56 @@ fn service_controller(
             Api::<gateway_api::httproutes::HttpRoute>::all(client.clone()),
             children_config(controller),
             owner_of::<AIMService, gateway_api::httproutes::HttpRoute>(true),
+        )
+        .watches(
+            Api::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>::all(client.clone()),
+            children_config(controller),
+            owner_of::<AIMService, k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(
+                true,
+            ),
         );
-    let by_ns = services_in(c.store());
-    let (in_model_ns, all_models, in_template_ns) = (by_ns.clone(), by_ns.clone(), by_ns.clone());
+    // Resolution and selection read models and templates: re-enqueue their namespace's services.
+    let by_ns = serving::all_in(c.store());
+    // Shared caches have no owner: a cache change re-enqueues the services using it.
+    let cache_store = c.store();
+    let c = c.watches(
+        Api::<kinfer_api::aim::AIMTemplateCache>::all(client.clone()),
+        watcher::Config::default(),
+        move |tc| {
+            let state = cache_store.state();
+            let services = state.iter().filter_map(|g| g.0.as_ref().ok());
+            serving::services_of_cache(&tc, services)
+                .map(|s| object_ref::<AIMService>(&s.name_any(), s.meta().namespace.as_deref()))
+                .collect::<Vec<_>>()
+        },
+    );
+    // Inference pods (image pulls, crashes): back to the service whose InferenceService they
+    // run. Only AIM's: KServe copies the InferenceService's labels (`aim.eai.amd.com/service`)
+    // to its pods.
+    let store = c.store();
+    let c = c.watches(
+        Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()),
+        watcher::Config::default().labels(&format!(
+            "{},{}",
+            crate::service::runtime::ISVC_POD_LABEL,
+            crate::service::runtime::AIM_POD_LABEL
+        )),
+        move |pod| {
+            let isvc = pod
+                .labels()
+                .get(crate::service::runtime::ISVC_POD_LABEL)
+                .cloned();
+            store
+                .state()
+                .iter()
+                .filter_map(|g| g.0.as_ref().ok())
+                .filter(|s| s.meta().namespace == pod.meta().namespace)
+                .filter(|s| crate::service::isvc::isvc_name(s).ok() == isvc)
+                .map(|s| object_ref::<AIMService>(&s.name_any(), s.meta().namespace.as_deref()))
+                .collect::<Vec<_>>()
+        },
+    );
+    let (in_model_ns, all_models) = (by_ns.clone(), by_ns.clone());
     let c = c
         .watches(
             Api::<AIMModel>::all(client.clone()),
@@ -638,17 +677,8 @@ fn service_controller(
             Api::<AIMClusterModel>::all(client.clone()),
             watcher::Config::default(),
             move |_| all_models(None),
-        )
-        .watches(
-            Api::<AIMServiceTemplate>::all(client.clone()),
-            watcher::Config::default(),
-            move |t| in_template_ns(t.meta().namespace.as_deref()),
-        )
-        .watches(
-            Api::<AIMClusterServiceTemplate>::all(client.clone()),
-            watcher::Config::default(),
-            move |_| by_ns(None),
         );
+    let c = serving::with_template_watches(c, client, by_ns);
     let c = with_config_watches(c, client, |s: &AIMService| {
         s.spec.runtime_config_name.as_deref()
     });
@@ -721,6 +751,9 @@ where
         },
     )
 }
+
+// Part 2, serving: the AIMTemplateCache and AIMArtifact controllers.
+mod serving;
 
 #[cfg(test)]
 mod tests {

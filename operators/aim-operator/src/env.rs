@@ -2,13 +2,31 @@
 //!
 //! Contract: later layers win by name; a name keeps the position where it first appeared;
 //! `AIM_ENGINE_ARGS` values that are both JSON objects are deep-merged (NOTES row 15/19)
-//! instead of replaced. Pure.
+//! instead of replaced. [`k8s_env`] converts them for the pods of every serving controller
+//! (InferenceServices, artifact Jobs, cache artifacts). Pure.
 
 use kinfer_api::env::EnvVar;
 use serde_json::Value;
 
 /// The variable whose JSON values are deep-merged.
 pub const ENGINE_ARGS: &str = "AIM_ENGINE_ARGS";
+
+/// `kinfer_api` env vars as Kubernetes env vars (a var that does not convert is an input error).
+pub fn k8s_env(
+    env: &[kinfer_api::env::EnvVar],
+) -> Result<Vec<k8s_openapi::api::core::v1::EnvVar>, kinfer_builders::Error> {
+    env.iter()
+        .cloned()
+        .map(|e| {
+            k8s_openapi::api::core::v1::EnvVar::try_from(e).map_err(|e| {
+                kinfer_builders::Error::Input {
+                    field: "env",
+                    reason: e.to_string(),
+                }
+            })
+        })
+        .collect()
+}
 
 /// Merge `layers`, lowest precedence first.
 pub fn merge(layers: &[&[EnvVar]]) -> Vec<EnvVar> {

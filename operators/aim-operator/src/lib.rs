@@ -37,4 +37,8 @@ pub mod service;
 pub mod startup;
 pub mod template;
 
+// Part 2, serving: template caches and artifacts.
+pub mod artifact;
+pub mod cache;
+
 pub use context::{Context, DiscoverySettings, Settings};

@@ -38,6 +38,10 @@ pub mod controller {
     pub const MODEL_SOURCE: &str = "cluster-model-source";
     /// AIMService.
     pub const SERVICE: &str = "service";
+    /// AIMTemplateCache.
+    pub const TEMPLATE_CACHE: &str = "template-cache";
+    /// AIMArtifact.
+    pub const ARTIFACT: &str = "artifact";
 }
 
 /// The label scheme of one controller.

@@ -4,101 +4,27 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use aim_operator::scheme::controller;
-use aim_operator::service::ServicePipeline;
 use gateway_api::httproutes::HttpRoute;
-use k8s_openapi::api::core::v1::Namespace;
 use kinfer_api::aim::{
-    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMService, AIMServiceState,
-    AIMServiceTemplate,
+    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMServiceState, AIMServiceTemplate,
 };
 use kinfer_api::kserve::InferenceService;
 use kinfer_builders::naming::aim as names;
-use kube::api::{ObjectMeta, PostParams};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use serde_json::json;
+use support::serving::*;
 use support::*;
-
-const IMAGE: &str = "ghcr.io/silogen/aim-dummy:0.1.0";
-
-async fn model(env: &Env, ns: &str) {
-    let models: Api<AIMModel> = Api::namespaced(env.client.clone(), ns);
-    apply_json(
-        &models,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMModel",
-               "metadata": {"name": "m", "namespace": ns},
-               "spec": {"image": IMAGE, "imageMetadata": {}}}),
-    )
-    .await;
-}
-
-async fn template(env: &Env, ns: &str, name: &str, gpu: &str, metric: &str, precision: &str) {
-    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), ns);
-    apply_json(
-        &templates,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
-               "metadata": {"name": name, "namespace": ns},
-               "spec": {"modelName": "m", "metric": metric, "precision": precision,
-                        "hardware": {"gpu": {"model": gpu, "requests": 1}}}}),
-    )
-    .await;
-}
-
-async fn service(env: &Env, ns: &str, name: &str, spec: serde_json::Value) -> Api<AIMService> {
-    let services: Api<AIMService> = Api::namespaced(env.client.clone(), ns);
-    apply_json(
-        &services,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMService",
-               "metadata": {"name": name, "namespace": ns, "labels": {"team": "ML.Ops"}},
-               "spec": spec}),
-    )
-    .await;
-    services
-}
-
-fn state_is(s: AIMServiceState) -> impl Fn(&AIMService) -> bool {
-    move |svc: &AIMService| {
-        svc.status
-            .as_ref()
-            .is_some_and(|st| st.status == s && st.observed_generation == svc.meta().generation)
-    }
-}
-
-fn cond(svc: &AIMService, type_: &str) -> (String, String, String) {
-    let c = condition(&svc.status.as_ref().unwrap().conditions, type_)
-        .unwrap_or_else(|| panic!("{type_} missing: {svc:#?}"));
-    (c.status.clone(), c.reason.clone(), c.message.clone())
-}
-
-async fn steady(env: &Env, services: &Api<AIMService>, name: &str) {
-    let live = services.get(name).await.unwrap();
-    let r = env
-        .reconcile_once(
-            ServicePipeline::new(Arc::clone(&env.ctx)),
-            controller::SERVICE,
-            &live,
-        )
-        .await;
-    assert_eq!(r.writes(), 0, "service {name} steady: {r:?}");
-}
-
-fn validator(file: &str, version: &str) -> Option<kinfer_crdcheck::SchemaValidator> {
-    let shared = kinfer_crdcheck::shared_dir()?;
-    let crd =
-        kinfer_crdcheck::load_yaml_documents(&shared.join("upstream-crds").join(file)).remove(0);
-    Some(kinfer_crdcheck::SchemaValidator::from_crd(&crd, Some(version)).unwrap())
-}
 
 async fn isvc(env: &Env, ns: &str, svc: &str) -> InferenceService {
     let name = names::inference_service_name(svc, ns).unwrap();
     let api: Api<InferenceService> = Api::namespaced(env.client.clone(), ns);
     let isvc = api.get(name.as_str()).await.unwrap();
-    if let Some(v) = validator("kserve/serving.kserve.io_inferenceservices.yaml", "v1beta1") {
-        let errors = v.errors(&serde_json::to_value(&isvc).unwrap());
-        assert!(errors.is_empty(), "InferenceService invalid: {errors:?}");
-    }
+    valid_against(
+        "upstream-crds/kserve",
+        "serving.kserve.io_inferenceservices.yaml",
+        "v1beta1",
+        &serde_json::to_value(&isvc).unwrap(),
+    );
     isvc
 }
 
@@ -176,7 +102,7 @@ async fn automatic_selection_picks_mi300x_latency_fp8_and_runs() {
             .items
             .is_empty()
     );
-    steady(&env, &services, "chat").await;
+    steady_service(&env, &services, "chat").await;
 }
 
 #[tokio::test]
@@ -211,7 +137,7 @@ async fn ambiguous_tie_names_the_tied_templates() {
         message.contains("tie-a") && message.contains("tie-b"),
         "{message}"
     );
-    steady(&env, &services, "tie").await;
+    steady_service(&env, &services, "tie").await;
 }
 
 #[tokio::test]
@@ -285,7 +211,7 @@ async fn explicit_template_and_overrides_derive_a_template() {
         (owner.kind.as_str(), owner.name.as_str()),
         ("AIMService", "derived")
     );
-    steady(&env, &services, "derived").await;
+    steady_service(&env, &services, "derived").await;
 
     // From a cluster-scoped base (upstream refuses this).
     let cmodels: Api<AIMClusterModel> = Api::all(env.client.clone());
@@ -436,15 +362,14 @@ async fn routing_on_off_and_invalid_path_template() {
         .get(names::route_name("routed", NS).unwrap().as_str())
         .await
         .unwrap();
-    if let Some(v) = validator(
-        "gateway-api/gateway.networking.k8s.io_httproutes.yaml",
+    valid_against(
+        "upstream-crds/gateway-api",
+        "gateway.networking.k8s.io_httproutes.yaml",
         "v1",
-    ) {
-        let errors = v.errors(&serde_json::to_value(&route).unwrap());
-        assert!(errors.is_empty(), "HTTPRoute invalid: {errors:?}");
-    }
+        &serde_json::to_value(&route).unwrap(),
+    );
     assert_eq!(route.annotations()["example.com/a"], "b");
-    steady(&env, &services, "routed").await;
+    steady_service(&env, &services, "routed").await;
 
     let services = service(&env, NS, "bad-path", routing("/{.metadata.labels['nope']}")).await;
     let svc = wait(
@@ -505,19 +430,7 @@ async fn long_service_and_namespace_names() {
     routes.get(route.as_str()).await.unwrap();
 
     // 60-character namespace: `<isvc>-predictor-<namespace>` cannot fit: a clear failure.
-    Api::<Namespace>::all(env.client.clone())
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(long_ns.clone()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            },
-        )
-        .await
-        .unwrap();
+    namespace(&env.client, &long_ns).await;
     model(&env, &long_ns).await;
     let services = service(&env, &long_ns, &long_svc, json!({"model": {"name": "m"}})).await;
     let svc = wait(
@@ -529,4 +442,147 @@ async fn long_service_and_namespace_names() {
     .await;
     let (_, reason, message) = cond(&svc, "InferenceServiceReady");
     assert_eq!(reason, "NameTooLong", "{message}");
+}
+
+#[tokio::test]
+async fn a_template_rediscovering_keeps_serving_up() {
+    use aim_operator::scheme::controller;
+    use aim_operator::service::ServicePipeline;
+    use aim_operator::template::discovery_job_name;
+    use aim_operator::template::fetch::ModelRef;
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
+    use kinfer_api::phase::Phase;
+    use kube::api::{Patch, PatchParams};
+
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    gpu_node(&env.client, "mi300x", "74a1").await;
+    model(&env, NS).await;
+    template(&env, NS, "only", "MI300X", "latency", "fp8").await;
+    let services = service(
+        &env,
+        NS,
+        "flap",
+        json!({"model": {"name": "m"}, "minReplicas": 1, "maxReplicas": 2,
+               "routing": {"enabled": true,
+                           "gatewayRef": {"name": "gw", "namespace": "gateways"}}}),
+    )
+    .await;
+    wait(
+        &services,
+        "flap",
+        "Running",
+        state_is(AIMServiceState::Running),
+    )
+    .await;
+    let isvc_name = names::inference_service_name("flap", NS)
+        .unwrap()
+        .to_string();
+    let isvcs: Api<InferenceService> = Api::namespaced(env.client.clone(), NS);
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(env.client.clone(), NS);
+    let routes: Api<HttpRoute> = Api::namespaced(env.client.clone(), NS);
+    let hpa_name = format!("{isvc_name}-predictor");
+    let route_name = names::route_name("flap", NS).unwrap().to_string();
+    let uids = async || {
+        (
+            isvcs.get_opt(&isvc_name).await.unwrap().map(|o| o.uid()),
+            hpas.get_opt(&hpa_name).await.unwrap().map(|o| o.uid()),
+            routes.get_opt(&route_name).await.unwrap().map(|o| o.uid()),
+        )
+    };
+    let before = uids().await;
+    assert!(
+        before.0.is_some() && before.1.is_some() && before.2.is_some(),
+        "{before:?}"
+    );
+
+    // The template's profile id changes: it re-discovers, and its discovery Job is held, so it is
+    // Progressing (and the service's selection waits) for a while.
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    let t = templates.get("only").await.unwrap();
+    let m = Api::<AIMModel>::namespaced(env.client.clone(), NS)
+        .get("m")
+        .await
+        .unwrap();
+    let model_ref = ModelRef {
+        reference: ResolvedReference {
+            kind: Some("AIMModel".into()),
+            name: Some("m".into()),
+            namespace: Some(NS.into()),
+            scope: Some(ResolutionScope::Namespace),
+            uid: m.metadata.uid.clone(),
+        },
+        spec: m.spec.clone(),
+    };
+    let mut spec = t.spec.common.clone();
+    spec.profile_id = Some("flap".into());
+    let job = discovery_job_name(
+        "only",
+        Some(NS),
+        &spec,
+        &model_ref,
+        &env.ctx,
+        controller::TEMPLATE,
+    )
+    .unwrap();
+    env.cluster.hold("jobs", NS, &job);
+    templates
+        .patch(
+            "only",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"profileId": "flap"}})),
+        )
+        .await
+        .unwrap();
+    wait(
+        &templates,
+        "only",
+        "re-discovering",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status != Phase::Ready),
+    )
+    .await;
+    wait(&services, "flap", "template not Ready", |s| {
+        s.status.as_ref().is_some_and(|st| {
+            condition(&st.conditions, "TemplateReady").is_some_and(|c| c.status != "True")
+        })
+    })
+    .await;
+    // One more reconcile for certain, with the template still not Ready.
+    let live = services.get("flap").await.unwrap();
+    env.reconcile_once(
+        ServicePipeline::new(std::sync::Arc::clone(&env.ctx)),
+        controller::SERVICE,
+        &live,
+    )
+    .await;
+    assert_eq!(
+        uids().await,
+        before,
+        "serving kept while the template re-discovers"
+    );
+
+    env.cluster.release("jobs", NS, &job);
+    wait(
+        &services,
+        "flap",
+        "Running again",
+        state_is(AIMServiceState::Running),
+    )
+    .await;
+    assert_eq!(uids().await, before);
+
+    // Switching routing and autoscaling off removes the route and the HPA explicitly.
+    services
+        .patch(
+            "flap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"routing": {"enabled": false},
+                                          "minReplicas": null, "maxReplicas": null}})),
+        )
+        .await
+        .unwrap();
+    wait_gone(&routes, &route_name).await;
+    wait_gone(&hpas, &hpa_name).await;
+    assert_eq!(uids().await, (before.0, None, None));
 }

@@ -30,8 +30,9 @@ use crate::{kserve::APP, pod, security};
 
 /// The downloader image when none is configured.
 pub const DEFAULT_DOWNLOADER_IMAGE: &str = "ghcr.io/silogen/aim-artifact-downloader:0.2.0";
-/// PVC headroom over the model size, in percent.
-pub const DEFAULT_HEADROOM_PERCENT: u64 = 10;
+/// PVC headroom over the model size, in percent (the runtime config's default, one home).
+pub const DEFAULT_HEADROOM_PERCENT: u64 =
+    kinfer_api::aim::common::DEFAULT_PVC_HEADROOM_PERCENT.unsigned_abs() as u64;
 const GIB: u128 = 1 << 30;
 
 /// A resolved AIMArtifact.

@@ -26,7 +26,9 @@
 //! - The profile type is always `optimized`: render shows the plan of a published AIM image.
 //!
 //! Only pods carrying the `aim.eai.amd.com/template` label with a `discovery` container get a
-//! log; every other pod's log is empty.
+//! discovery log. An artifact's size-check pod (container `check-size`, command
+//! `/check-size.sh <uri>`) gets `{"url": <uri>, "sizeBytes": 17179869184}` (16 GiB, the same
+//! every run). Every other pod's log is empty.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -106,8 +108,24 @@ fn env_value<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
         .as_str()
 }
 
-/// The simulated log of `pod`, or `None` when it is not a discovery pod.
+/// The size every simulated size check reports: 16 GiB.
+pub const SIMULATED_SIZE_BYTES: u64 = 16 << 30;
+
+/// The simulated log of an artifact's size-check pod, or `None` when it is not one.
+fn check_size_log(pod: &Value) -> Option<String> {
+    let container = pod["spec"]["containers"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == "check-size")?;
+    let uri = container["command"].get(1)?.as_str()?;
+    Some(json!({ "url": uri, "sizeBytes": SIMULATED_SIZE_BYTES }).to_string())
+}
+
+/// The simulated log of `pod`, or `None` when it is neither a discovery nor a size-check pod.
 pub fn log_for(pod: &Value, models: &BTreeMap<String, ModelFacts>) -> Option<String> {
+    if let Some(log) = check_size_log(pod) {
+        return Some(log);
+    }
     pod["metadata"]["labels"].get("aim.eai.amd.com/template")?;
     let container = pod["spec"]["containers"]
         .as_array()?

@@ -26,13 +26,10 @@ use tokio::task::JoinHandle;
 /// The namespace the AIM operator runs discovery Jobs of cluster templates in.
 pub const AIM_SYSTEM_NAMESPACE: &str = aim_operator::context::DEFAULT_SYSTEM_NAMESPACE;
 
-/// kinfer kinds that no operator in this build reconciles yet (the AIM caching controllers
-/// of AIM part 2). The one list to edit when a controller lands: every other kind of
-/// [`kinfer_api::crds::all`] has a controller here.
-pub const NOT_YET_RECONCILED: &[(&str, &str)] = &[
-    ("aim.eai.amd.com", "AIMTemplateCache"),
-    ("aim.eai.amd.com", "AIMArtifact"),
-];
+/// kinfer kinds that no operator in this build reconciles yet. The one list to edit when a
+/// kind is added before its controller: every other kind of [`kinfer_api::crds::all`] has a
+/// controller here (today all of them do).
+pub const NOT_YET_RECONCILED: &[(&str, &str)] = &[];
 
 /// `(group, kind)` of every CRD kinfer defines.
 static KINFER_KINDS: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {

@@ -12,7 +12,7 @@
 //! - [`resolve_template`] (NOTES rows 10-12): a previously resolved template is kept while it
 //!   exists with the same UID and is Ready; an explicit name is looked up in the namespace
 //!   (its derived name first when the service has overrides), then the cluster; otherwise
-//!   [`kinfer_select::select`] over the model's namespace and cluster templates (derived ones
+//!   [`kinfer_select::select`] ([`super::selection`]) over the model's namespace and cluster templates (derived ones
 //!   excluded) with the cluster's GPUs and the overrides. Every outcome is the `Template`
 //!   component with the selection's reason and one-line message naming the candidates:
 //!   waiting (`TemplatesExistButNotReady`, no templates yet) is Pending, all filtered is
@@ -36,8 +36,8 @@ use kinfer_api::phase::Phase;
 use kinfer_builders::gateway::{GatewayRef, PredictorRouteInput, Timeouts};
 use kinfer_builders::naming::aim as names;
 use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
-use kinfer_select::gpu::{ClusterGpus, GpuModel};
-use kinfer_select::{Candidate, Metric, Outcome, Precision, ProfileType, Request, Scope};
+use kinfer_select::gpu::ClusterGpus;
+use kinfer_select::{Outcome, Scope};
 use kinfer_state::health::ComponentHealth;
 use kinfer_state::{CategorizedError, ComponentState, ErrorCategory, Reason};
 use kube::ResourceExt;
@@ -282,80 +282,6 @@ fn has_overrides(o: Option<&AIMRuntimeParameters>) -> bool {
     o.is_some_and(|o| o.metric.is_some() || o.precision.is_some() || o.hardware.is_some())
 }
 
-fn candidate(t: &TemplateInfo) -> Candidate {
-    let status = t.status.as_ref();
-    let meta = status
-        .and_then(|s| s.profile.as_ref())
-        .and_then(|p| p.metadata.as_ref());
-    let gpu = status
-        .and_then(|s| s.resolved_hardware.as_ref())
-        .or(t.spec.parameters.hardware.as_ref())
-        .and_then(|h| h.gpu.as_ref());
-    let json = |v: serde_json::Value| v.as_str().map(str::to_owned);
-    let metric = t.spec.parameters.metric.clone().or_else(|| {
-        meta.and_then(|m| m.metric)
-            .and_then(|m| json(serde_json::json!(m)))
-    });
-    let precision = t.spec.parameters.precision.clone().or_else(|| {
-        meta.and_then(|m| m.precision)
-            .and_then(|p| json(serde_json::json!(p)))
-    });
-    let profile_type = match meta.and_then(|m| m.r#type) {
-        Some(kinfer_api::aim::template::AIMProfileType::Optimized) => Some(ProfileType::Optimized),
-        Some(kinfer_api::aim::template::AIMProfileType::Preview) => Some(ProfileType::Preview),
-        Some(kinfer_api::aim::template::AIMProfileType::Unoptimized) => {
-            Some(ProfileType::Unoptimized)
-        }
-        None => None,
-    };
-    Candidate {
-        scope: match t.scope {
-            ResolutionScope::Cluster => Scope::Cluster,
-            _ => Scope::Namespace,
-        },
-        name: t.name.clone(),
-        status: t
-            .phase()
-            .to_string()
-            .parse()
-            .unwrap_or(kinfer_select::TemplateStatus::Pending),
-        profile_type,
-        gpu_model: gpu
-            .and_then(|g| g.model.as_deref())
-            .or(meta.and_then(|m| m.gpu.as_deref()))
-            .and_then(GpuModel::new),
-        gpu_count: gpu
-            .and_then(|g| g.requests)
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(0),
-        metric: metric.as_deref().and_then(Metric::parse),
-        precision: precision.as_deref().and_then(Precision::parse),
-    }
-}
-
-fn request(svc: &AIMService) -> Request {
-    let o = svc.spec.overrides.as_ref();
-    let gpu = o
-        .and_then(|o| o.hardware.as_ref())
-        .and_then(|h| h.gpu.as_ref());
-    Request {
-        metric: o.and_then(|o| o.metric.as_deref()).and_then(Metric::parse),
-        precision: o
-            .and_then(|o| o.precision.as_deref())
-            .and_then(Precision::parse),
-        gpu_model: gpu.and_then(|g| g.model.as_deref()).and_then(GpuModel::new),
-        gpu_count: gpu
-            .and_then(|g| g.requests)
-            .and_then(|n| u32::try_from(n).ok()),
-        allow_unoptimized: svc
-            .spec
-            .template
-            .as_ref()
-            .and_then(|t| t.allow_unoptimized)
-            .unwrap_or(false),
-    }
-}
-
 /// The derived template's name for `base` and the service's overrides.
 pub fn derived_name(base: &str, o: &AIMRuntimeParameters) -> Result<Dns1123Label, String> {
     let gpu = o.hardware.as_ref().and_then(|h| h.gpu.as_ref());
@@ -530,12 +456,9 @@ pub fn resolve_template(
             );
         }
     } else {
-        let pool: Vec<&TemplateInfo> = templates
-            .iter()
-            .filter(|t| !t.derived && t.spec.model_name == model.name)
-            .collect();
-        let candidates: Vec<Candidate> = pool.iter().map(|t| candidate(t)).collect();
-        let selection = kinfer_select::select(&candidates, &request(svc), &gpus.model_set());
+        let (pool, candidates, request) =
+            super::selection::selection_inputs(svc, &model.name, templates);
+        let selection = kinfer_select::select(&candidates, &request, &gpus.model_set());
         let reason = selection.outcome.reason().to_string();
         let message = selection.message();
         match &selection.outcome {

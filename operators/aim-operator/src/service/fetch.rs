@@ -5,16 +5,20 @@
 //! AIMClusterModels (to resolve by name or by image); the AIMServiceTemplates of the namespace
 //! and the AIMClusterServiceTemplates (explicit lookup or selection happens in
 //! [`super::compose`]); the Nodes' labels (informer cache when available) for the cluster's
-//! GPU models. The InferenceService and HTTPRoute are read by the engine as children.
+//! GPU models; the AIMTemplateCaches and AIMServices of the namespace (a shared cache has no
+//! owner; the first service by name that uses it keeps it applied) and the
+//! InferenceService's pods (label `serving.kserve.io/inferenceservice`). The InferenceService,
+//! HTTPRoute, HPA and dedicated caches are read by the engine as children.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kinfer_api::aim::common::AIMGpuRequirements;
 use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
-use kinfer_api::aim::template::AIMTemplateCachingConfig;
+use kinfer_api::aim::template::{AIMProfileMetadata, AIMTemplateCachingConfig};
 use kinfer_api::aim::{
-    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMServiceTemplate,
-    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus,
+    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMService,
+    AIMServiceTemplate, AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
 };
 use kinfer_api::phase::Phase;
 use kinfer_select::gpu::ClusterGpus;
@@ -66,6 +70,41 @@ impl TemplateInfo {
         self.status.as_ref().map(|s| s.status).unwrap_or_default()
     }
 
+    /// The discovered profile's metadata.
+    pub fn profile_metadata(&self) -> Option<&AIMProfileMetadata> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.profile.as_ref())
+            .and_then(|p| p.metadata.as_ref())
+    }
+
+    /// The GPU: `status.resolvedHardware`, else the spec's hardware.
+    pub fn gpu(&self) -> Option<&AIMGpuRequirements> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.resolved_hardware.as_ref())
+            .or(self.spec.parameters.hardware.as_ref())
+            .and_then(|h| h.gpu.as_ref())
+    }
+
+    /// The metric: the spec's, else the discovered profile's.
+    pub fn metric(&self) -> Option<String> {
+        self.spec
+            .parameters
+            .metric
+            .clone()
+            .or_else(|| wire_name(self.profile_metadata().and_then(|m| m.metric)))
+    }
+
+    /// The precision: the spec's, else the discovered profile's.
+    pub fn precision(&self) -> Option<String> {
+        self.spec
+            .parameters
+            .precision
+            .clone()
+            .or_else(|| wire_name(self.profile_metadata().and_then(|m| m.precision)))
+    }
+
     /// For `status.resolvedTemplate`.
     pub fn reference(&self) -> ResolvedReference {
         ResolvedReference {
@@ -84,6 +123,12 @@ impl TemplateInfo {
     }
 }
 
+/// An enum's serialised name (`latency`, `fp8`).
+fn wire_name<T: serde::Serialize>(v: Option<T>) -> Option<String> {
+    v.and_then(|v| serde_json::to_value(v).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+}
+
 /// What the service's fetch step read.
 #[derive(Debug)]
 pub struct Fetched {
@@ -95,6 +140,12 @@ pub struct Fetched {
     pub templates: Result<Vec<TemplateInfo>, CategorizedError>,
     /// The GPU models the cluster's Nodes carry.
     pub gpus: Result<ClusterGpus, CategorizedError>,
+    /// The namespace's template caches.
+    pub caches: Result<Vec<AIMTemplateCache>, CategorizedError>,
+    /// The namespace's services (who keeps a shared cache applied).
+    pub peers: Result<Vec<AIMService>, CategorizedError>,
+    /// The InferenceService's pods (empty without an InferenceService name).
+    pub pods: Result<Vec<Pod>, CategorizedError>,
 }
 
 #[allow(clippy::needless_pass_by_value)] // used as `map_err(up)`
@@ -156,6 +207,36 @@ fn is_derived<K: Resource>(t: &K) -> bool {
         .is_some_and(|v| v == super::DERIVED)
 }
 
+impl From<AIMServiceTemplate> for TemplateInfo {
+    fn from(t: AIMServiceTemplate) -> Self {
+        Self {
+            name: t.name_any(),
+            scope: ResolutionScope::Namespace,
+            namespace: t.namespace(),
+            uid: t.uid(),
+            derived: is_derived(&t),
+            spec: t.spec.common,
+            caching: t.spec.caching,
+            status: t.status,
+        }
+    }
+}
+
+impl From<AIMClusterServiceTemplate> for TemplateInfo {
+    fn from(t: AIMClusterServiceTemplate) -> Self {
+        Self {
+            name: t.name_any(),
+            scope: ResolutionScope::Cluster,
+            namespace: None,
+            uid: t.uid(),
+            derived: is_derived(&t),
+            spec: t.spec.0,
+            caching: None,
+            status: t.status,
+        }
+    }
+}
+
 async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, CategorizedError> {
     let lp = ListParams::default();
     let mut out: Vec<TemplateInfo> = Api::<AIMServiceTemplate>::namespaced(client.clone(), ns)
@@ -164,16 +245,7 @@ async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, Categ
         .map_err(up)?
         .items
         .into_iter()
-        .map(|t| TemplateInfo {
-            name: t.name_any(),
-            scope: ResolutionScope::Namespace,
-            namespace: Some(ns.to_owned()),
-            uid: t.uid(),
-            derived: is_derived(&t),
-            spec: t.spec.common,
-            caching: t.spec.caching,
-            status: t.status,
-        })
+        .map(TemplateInfo::from)
         .collect();
     out.extend(
         Api::<AIMClusterServiceTemplate>::all(client.clone())
@@ -182,16 +254,7 @@ async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, Categ
             .map_err(up)?
             .items
             .into_iter()
-            .map(|t| TemplateInfo {
-                name: t.name_any(),
-                scope: ResolutionScope::Cluster,
-                namespace: None,
-                uid: t.uid(),
-                derived: is_derived(&t),
-                spec: t.spec.0,
-                caching: None,
-                status: t.status,
-            }),
+            .map(TemplateInfo::from),
     );
     Ok(out)
 }
@@ -214,23 +277,57 @@ async fn gpus(ctx: &Context, client: &Client) -> Result<ClusterGpus, Categorized
     Ok(ClusterGpus::from_nodes(labels.iter()))
 }
 
+async fn caches(client: &Client, ns: &str) -> Result<Vec<AIMTemplateCache>, CategorizedError> {
+    Api::<AIMTemplateCache>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| e.categorize_in(Direction::Downstream))
+}
+
+async fn peers(client: &Client, ns: &str) -> Result<Vec<AIMService>, CategorizedError> {
+    Api::<AIMService>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| e.categorize_in(Direction::Downstream))
+}
+
+async fn pods(client: &Client, ns: &str, isvc: Option<&str>) -> Result<Vec<Pod>, CategorizedError> {
+    let Some(isvc) = isvc else {
+        return Ok(Vec::new());
+    };
+    let lp = ListParams::default().labels(&format!("{}={isvc}", super::runtime::ISVC_POD_LABEL));
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .map_err(|e| e.categorize_in(Direction::Downstream))
+}
+
 /// Reads everything; see the module contract.
 pub async fn fetch(
     ctx: &Context,
     client: &Client,
     namespace: &str,
     runtime_config: Option<&str>,
+    isvc: Option<&str>,
 ) -> Fetched {
-    let (rc, models, templates, gpus) = futures::join!(
+    let (rc, models, templates, gpus, (caches, peers), pods) = futures::join!(
         resolve::fetch(client, Some(namespace), runtime_config),
         models(client, namespace),
         templates(client, namespace),
         gpus(ctx, client),
+        async { futures::join!(caches(client, namespace), peers(client, namespace)) },
+        pods(client, namespace, isvc),
     );
     Fetched {
         runtime_config: rc,
         models,
         templates,
         gpus,
+        caches,
+        peers,
+        pods,
     }
 }

@@ -1,52 +1,58 @@
 //! AIMService: a model run with a template as a KServe InferenceService.
 //!
-//! [`fetch`] (runtime config, models, templates, Nodes) -> [`compose`] (model, template and
-//! routing resolution; components `RuntimeConfig`, `Model`, `Template` upstream and
-//! `InferenceService`, `HTTPRoute` downstream) -> plan (below: the auto-created AIMModel
-//! without owner, the derived template, the InferenceService once model and template are
-//! Ready, the HTTPRoute when routing is on). [`path`] renders route paths.
-//!
-//! The InferenceService references the template's ServingRuntime / ClusterServingRuntime
-//! (named after the template, kaiwo design): GPU resources come from the template's
-//! `status.resolvedHardware`, node affinity from its `status.resolvedNodeAffinity` through
-//! the runtime; env layers runtime config < profile id, metric, precision < template env <
-//! discovered profile env < `AIM_MODEL_ID` < service env (`AIM_ENGINE_ARGS` JSON deep-merged,
-//! [`kinfer_builders::kserve::AimEnv`]); pull secrets model, template, service; replicas, or
-//! min/max with an external autoscaler. Its name follows the upstream hash rule; a namespace
-//! too long for `<isvc>-predictor-<namespace>` is InvalidSpec `NameTooLong`.
+//! [`fetch`] (runtime config, models, templates, Nodes, template caches, pods) -> [`compose`]
+//! (model, template and routing resolution; components `RuntimeConfig`, `Model`, `Template`
+//! upstream) and [`downstream`] (components `Cache`, `InferenceService`,
+//! `InferenceServicePods`, `HPA`, `HTTPRoute`) -> plan (below: the auto-created AIMModel
+//! without owner, the derived template, the template cache ([`cache`]: shared without owner,
+//! dedicated owned), and once model, template and cache are Ready the InferenceService
+//! ([`isvc`]), its HPA when autoscaling ([`runtime`]) and the HTTPRoute when routing is on).
+//! [`path`] renders route paths; [`cleanup`] is the finalizer.
 //!
 //! Status: `resolvedModel`, `resolvedTemplate`, `resolvedRuntimeConfig` (kept while Ready),
-//! `routing.path`, `runtime`, `status` (`Pending`, `Starting`, `Running`, `Degraded`,
+//! `cache.templateCacheRef`, `routing.path`, `runtime` (replicas, or min/max with the HPA's
+//! current and desired counts), `status` (`Pending`, `Starting`, `Running`, `Degraded`,
 //! `Failed`, `NotAvailable`), conditions, `observedGeneration`.
 //!
-//! Not wired yet: template caches and artifacts (the InferenceService does not wait for a
-//! cache and mounts none), the `template-cache-cleanup` finalizer, InferenceService pod
-//! diagnosis and the HPA component.
+//! Finalizer `aim.eai.amd.com/template-cache-cleanup`: on deletion the non-Ready template
+//! caches this service created are deleted (Ready shared caches stay for other services); the
+//! engine skips the cleanup in a terminating namespace or when access is forbidden, so
+//! namespace deletion is never blocked.
 
+pub mod cache;
+pub mod cleanup;
 pub mod compose;
+pub mod downstream;
 pub mod fetch;
+pub mod isvc;
 pub mod path;
+pub mod runtime;
+pub mod selection;
 
 use std::sync::Arc;
 
 use gateway_api::httproutes::HttpRoute;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kinfer_api::aim::service::{AIMServiceRoutingStatus, AIMServiceRuntimeStatus};
-use kinfer_api::aim::{AIMModel, AIMService, AIMServiceState, AIMServiceStatus};
+use kinfer_api::aim::service::{AIMServiceCacheStatus, AIMServiceRoutingStatus};
+use kinfer_api::aim::{
+    AIMModel, AIMService, AIMServiceState, AIMServiceStatus, AIMServiceTemplate, AIMTemplateCache,
+};
 use kinfer_api::kserve::InferenceService;
-use kinfer_builders::kserve::{AimEnv, Gpu, InferenceServiceInput, Scaling};
-use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
+use kinfer_api::phase::Phase;
+use kinfer_builders::autoscaling::HpaInput;
+use kinfer_builders::kserve::InferenceServiceInput;
+use kinfer_state::Reason;
 use kinfer_state::health::ComponentHealth;
 use kinfer_state::pipeline::{
-    ChildKind, Children, DesiredError, DesiredObject, Observation, Pipeline, PlanResult,
+    ChildKind, Children, DesiredError, DesiredObject, ObjectKey, Observation, Pipeline, PlanResult,
 };
-use kinfer_state::{
-    Categorize, CategorizedError, ComponentState, ErrorCategory, OverallStatus, Reason,
-};
+use kinfer_state::{Categorize, CategorizedError, ComponentState, ErrorCategory, OverallStatus};
 use kube::{Client, ResourceExt};
 
+use self::cache::CacheChoice;
 use self::compose::{ModelChoice, Route, TemplateChoice};
-use self::fetch::{Fetched, ModelInfo, TemplateInfo};
+use self::fetch::{Fetched, TemplateInfo};
 use crate::context::Context;
 use crate::runtime_config::{Resolved, resolve};
 use crate::scheme;
@@ -57,6 +63,9 @@ pub const DERIVED: &str = "derived";
 /// The InferenceService component.
 pub const INFERENCE_SERVICE: &str = "InferenceService";
 
+/// The service's finalizer (NOTES row 23).
+pub const FINALIZER: &str = "aim.eai.amd.com/template-cache-cleanup";
+
 /// The service's composed state.
 #[derive(Debug, Clone)]
 pub struct ServiceState {
@@ -66,10 +75,19 @@ pub struct ServiceState {
     pub model: Option<ModelChoice>,
     /// The template to run with and the derived template to keep.
     pub template: TemplateChoice,
-    /// The InferenceService's input, when model and template are Ready.
+    /// The template cache, once a template is resolved.
+    pub cache: Option<CacheChoice>,
+    /// The InferenceService's input, when model, template and cache are Ready.
     pub isvc: Option<InferenceServiceInput>,
+    /// The HPA's input, with the InferenceService when autoscaling.
+    pub hpa: Option<HpaInput>,
+    /// The live HPA (for `status.runtime`).
+    pub live_hpa: Option<HorizontalPodAutoscaler>,
     /// The routing decision.
     pub route: Route,
+    /// The runtime config resolved without error: a routing decision of `Off` is the user's
+    /// (not a config that could not be read), so a live route may be removed.
+    pub routing_settled: bool,
 }
 
 /// Errors of the service's plan step (InvalidSpec).
@@ -102,142 +120,98 @@ impl ServicePipeline {
     }
 }
 
-fn scaling(svc: &AIMService) -> Scaling {
-    let s = &svc.spec;
-    if s.auto_scaling.is_some() || s.min_replicas.is_some() || s.max_replicas.is_some() {
-        let min = s.min_replicas.unwrap_or(1);
-        Scaling::External {
-            min,
-            max: s.max_replicas.unwrap_or(min).max(min),
-        }
-    } else {
-        Scaling::Fixed {
-            replicas: s.replicas,
-        }
+/// `obs` with its components and the runtime config's label propagation (every serving
+/// pipeline keeps its resolved runtime config in its state).
+pub(crate) fn observed<S: HasRuntimeConfig>(
+    mut obs: Observation<S>,
+    components: Vec<ComponentHealth>,
+) -> Observation<S> {
+    obs.components = components;
+    if let Some(rc) = obs.state.runtime_config() {
+        obs.labels = rc.propagation();
+    }
+    obs
+}
+
+/// A composed state that carries the resolved runtime config.
+pub(crate) trait HasRuntimeConfig {
+    /// The resolved runtime config.
+    fn runtime_config(&self) -> Option<&Resolved>;
+}
+
+impl HasRuntimeConfig for ServiceState {
+    fn runtime_config(&self) -> Option<&Resolved> {
+        self.runtime_config.as_ref()
     }
 }
 
-fn k8s_env(
-    env: &[kinfer_api::env::EnvVar],
-) -> Result<Vec<k8s_openapi::api::core::v1::EnvVar>, kinfer_builders::Error> {
-    env.iter()
-        .cloned()
-        .map(|e| {
-            k8s_openapi::api::core::v1::EnvVar::try_from(e).map_err(|e| {
-                kinfer_builders::Error::Input {
-                    field: "env",
-                    reason: e.to_string(),
-                }
-            })
-        })
-        .collect()
+fn upstream(
+    object: &AIMService,
+    fetched: &Fetched,
+) -> (Vec<ComponentHealth>, Option<ModelChoice>, TemplateChoice) {
+    let (model_health, model) = match &fetched.models {
+        Ok(models) => compose::resolve_model(object, models),
+        Err(e) => (
+            ComponentHealth::new(compose::MODEL)
+                .upstream()
+                .error(e.clone()),
+            None,
+        ),
+    };
+    let ready_model = match &model {
+        Some(ModelChoice::Use(m)) if m.phase != Phase::Pending => Some(m),
+        _ => None,
+    };
+    let (template_health, template) = match (ready_model, &fetched.templates, &fetched.gpus) {
+        (Some(m), Ok(ts), Ok(gpus)) => compose::resolve_template(object, m, ts, gpus),
+        (_, Err(e), _) | (_, _, Err(e)) => (
+            ComponentHealth::new(compose::TEMPLATE)
+                .upstream()
+                .error(e.clone()),
+            TemplateChoice::default(),
+        ),
+        (None, _, _) => (
+            ComponentHealth::with_state(
+                compose::TEMPLATE,
+                ComponentState::Pending,
+                Reason::custom("WaitingForModel"),
+                "waiting for the model",
+            )
+            .upstream(),
+            TemplateChoice::default(),
+        ),
+    };
+    (vec![model_health, template_health], model, template)
 }
 
-fn profile_str<T: serde::Serialize>(v: Option<T>) -> Option<String> {
-    v.and_then(|v| serde_json::to_value(v).ok())
-        .and_then(|v| v.as_str().map(str::to_owned))
-}
-
-/// The InferenceService input of a service with its model and Ready template.
-pub fn isvc_input(
-    svc: &AIMService,
-    model: &ModelInfo,
-    t: &TemplateInfo,
-    rc: Option<&Resolved>,
-    manager: &str,
-) -> Result<InferenceServiceInput, kinfer_builders::Error> {
-    let status = t.status.as_ref();
-    let meta = status
-        .and_then(|s| s.profile.as_ref())
-        .and_then(|p| p.metadata.as_ref());
-    let gpu = status
-        .and_then(|s| s.resolved_hardware.as_ref())
-        .or(t.spec.parameters.hardware.as_ref())
-        .and_then(|h| h.gpu.as_ref())
-        .and_then(|g| {
-            let count = i64::from(g.requests.unwrap_or(0));
-            (count > 0).then(|| Gpu {
-                count,
-                resource_name: Some(g.resource_name.clone()),
-            })
-        });
-    let mut secrets: Vec<String> = Vec::new();
-    for s in model
-        .spec
-        .image_pull_secrets
-        .iter()
-        .chain(&t.spec.image_pull_secrets)
-        .chain(&svc.spec.image_pull_secrets)
+/// The route and HPA to delete because routing or autoscaling is switched off (the only way
+/// serving children go before the service does; see [`ServicePipeline::child_kinds`]).
+fn removed(object: &AIMService, state: &ServiceState) -> Vec<(ChildKind, ObjectKey)> {
+    let ns = object.namespace().unwrap_or_default();
+    let key = |kind: &ChildKind, name: String| ObjectKey {
+        kind: kind.resource.kind.clone(),
+        group: kind.resource.group.clone(),
+        namespace: Some(ns.clone()),
+        name,
+    };
+    let mut out = Vec::new();
+    if matches!(state.route, Route::Off)
+        && state.routing_settled
+        && let Ok(name) = kinfer_builders::naming::aim::route_name(&object.name_any(), &ns)
     {
-        if !secrets.contains(&s.name) {
-            secrets.push(s.name.clone());
-        }
+        let kind = ChildKind::of::<HttpRoute>();
+        out.push((kind.clone(), key(&kind, name.to_string())));
     }
-    let model_id = t
-        .spec
-        .model_sources
-        .first()
-        .or(model.spec.model_sources.first())
-        .map(|s| s.model_id.clone());
-    Ok(InferenceServiceInput {
-        parent: kinfer_builders::Parent {
-            name: Dns1123Subdomain::new(svc.name_any())?,
-            namespace: Dns1123Label::new(svc.namespace().unwrap_or_default())?,
-            managed_by: manager.to_owned(),
-        },
-        runtime: t.name.clone(),
-        model: model.name.clone(),
-        gpu,
-        template_resources: t.spec.resources.clone(),
-        service_resources: svc.spec.resources.clone(),
-        env: AimEnv {
-            runtime_config: k8s_env(rc.map(|r| r.spec.env.as_slice()).unwrap_or_default())?,
-            profile_id: t.spec.profile_id.clone(),
-            metric: t
-                .spec
-                .parameters
-                .metric
-                .clone()
-                .or_else(|| profile_str(meta.and_then(|m| m.metric))),
-            precision: t
-                .spec
-                .parameters
-                .precision
-                .clone()
-                .or_else(|| profile_str(meta.and_then(|m| m.precision))),
-            template: k8s_env(&t.spec.env)?,
-            profile: status
-                .and_then(|s| s.profile.as_ref())
-                .map(|p| p.env_vars.clone())
-                .unwrap_or_default(),
-            model_id,
-            service: k8s_env(&svc.spec.env)?,
-        },
-        caches: Vec::new(),
-        scaling: scaling(svc),
-        service_account_name: svc
-            .spec
-            .service_account_name
-            .clone()
-            .or_else(|| t.spec.service_account_name.clone()),
-        image_pull_secrets: secrets,
-        pod_identity: kinfer_builders::security::PodIdentity::default(),
-    })
-}
-
-fn isvc_name(svc: &AIMService) -> Result<String, CategorizedError> {
-    kinfer_builders::naming::aim::inference_service_name(
-        &svc.name_any(),
-        &svc.namespace().unwrap_or_default(),
-    )
-    .map(|n| n.to_string())
-    .map_err(|e| {
-        CategorizedError::new(
-            ErrorCategory::InvalidSpec,
-            format!("InferenceService name: {e}"),
-        )
-        .with_reason(Reason::custom("NameTooLong"))
-    })
+    if matches!(
+        isvc::scaling(object),
+        kinfer_builders::kserve::Scaling::Fixed { .. }
+    ) && let Ok(isvc) = isvc::isvc_name(object)
+        && let Ok(name) = runtime::predictor(&isvc)
+    {
+        let kind = ChildKind::of::<HorizontalPodAutoscaler>();
+        out.push((kind.clone(), key(&kind, name.to_string())));
+    }
+    out
 }
 
 impl Pipeline for ServicePipeline {
@@ -248,22 +222,40 @@ impl Pipeline for ServicePipeline {
 
     fn child_kinds(&self) -> Vec<ChildKind> {
         vec![
-            ChildKind::of::<InferenceService>(),
-            ChildKind::of::<HttpRoute>(),
+            // Serving is never torn down by a resolution gap (a template re-discovering, a
+            // model Progressing, a selection waiting): these are applied while everything is
+            // Ready and otherwise kept as they are (upstream only applies). The route and the
+            // HPA are deleted explicitly when routing or autoscaling is switched off; the
+            // InferenceService goes with the service.
+            ChildKind::of::<InferenceService>().prune(false),
+            ChildKind::of::<HttpRoute>().prune(false),
+            ChildKind::of::<HorizontalPodAutoscaler>().prune(false),
             // Derived templates stay while the service keeps using one (garbage collected
-            // with the service).
-            ChildKind::of::<kinfer_api::aim::AIMServiceTemplate>().prune(false),
+            // with the service); so do dedicated caches (a transient resolution gap must not
+            // throw a download away).
+            ChildKind::of::<AIMServiceTemplate>().prune(false),
+            ChildKind::of::<AIMTemplateCache>().prune(false),
             ChildKind::of::<AIMModel>().prune(false),
         ]
     }
 
+    fn finalizer(&self) -> Option<String> {
+        Some(FINALIZER.to_owned())
+    }
+
+    async fn finalize(&self, client: &Client, object: &AIMService) -> Result<(), CategorizedError> {
+        cleanup::remove_unready_caches(client, object).await
+    }
+
     async fn fetch(&self, client: &Client, object: &AIMService, _children: &Children) -> Fetched {
         let ns = object.namespace().unwrap_or_default();
+        let isvc = isvc::isvc_name(object).ok();
         fetch::fetch(
             &self.ctx,
             client,
             &ns,
             object.spec.runtime_config_name.as_deref(),
+            isvc.as_deref(),
         )
         .await
     }
@@ -275,138 +267,40 @@ impl Pipeline for ServicePipeline {
         fetched: Fetched,
     ) -> Observation<ServiceState> {
         let manager = scheme::manager(scheme::controller::SERVICE);
-        let ns = object.namespace().unwrap_or_default();
-        let mut components = Vec::new();
         let (rc_health, rc) = resolve::resolve(&fetched.runtime_config);
-        components.push(rc_health);
-
-        let (model_health, model) = match &fetched.models {
-            Ok(models) => compose::resolve_model(object, models),
-            Err(e) => (
-                ComponentHealth::new(compose::MODEL)
-                    .upstream()
-                    .error(e.clone()),
-                None,
-            ),
-        };
-        components.push(model_health);
-
-        let ready_model = match &model {
-            Some(ModelChoice::Use(m)) if m.phase != kinfer_api::phase::Phase::Pending => Some(m),
-            _ => None,
-        };
-        let (template_health, template) = match (ready_model, &fetched.templates, &fetched.gpus) {
-            (Some(m), Ok(ts), Ok(gpus)) => compose::resolve_template(object, m, ts, gpus),
-            (_, Err(e), _) | (_, _, Err(e)) => (
-                ComponentHealth::new(compose::TEMPLATE)
-                    .upstream()
-                    .error(e.clone()),
-                TemplateChoice::default(),
-            ),
-            (None, _, _) => (
-                ComponentHealth::with_state(
-                    compose::TEMPLATE,
-                    ComponentState::Pending,
-                    Reason::custom("WaitingForModel"),
-                    "waiting for the model",
-                )
-                .upstream(),
-                TemplateChoice::default(),
-            ),
-        };
-        components.push(template_health);
-
-        let name = isvc_name(object);
-        let model_ready = matches!(&model, Some(ModelChoice::Use(m))
-            if matches!(m.phase, kinfer_api::phase::Phase::Ready | kinfer_api::phase::Phase::Degraded));
-        let built = match (&model, &template.template, &name) {
-            (Some(ModelChoice::Use(m)), Some(t), Ok(_)) if model_ready => {
-                Some(isvc_input(object, m, t, rc.as_ref(), &manager))
-            }
-            _ => None,
-        };
-        let build_error = match &built {
-            Some(Err(e)) => Some(
-                CategorizedError::new(ErrorCategory::InvalidSpec, format!("InferenceService: {e}"))
-                    .with_reason(Reason::custom("InvalidInferenceService")),
-            ),
-            _ => None,
-        };
-        let isvc = built.and_then(Result::ok);
-        let isvc_health = match (&name, &build_error) {
-            (Err(e), _) | (_, Some(e)) => ComponentHealth::new(INFERENCE_SERVICE)
-                .downstream()
-                .error(e.clone()),
-            (Ok(n), None) => match children.fetch::<InferenceService>(Some(&ns), n) {
-                Ok(Some(live)) if isvc.is_some() => kinfer_state::inspect::inference_service(
-                    &serde_json::to_value(&live).unwrap_or_default(),
-                )
-                .downstream(),
-                Err(e) => ComponentHealth::new(INFERENCE_SERVICE)
-                    .downstream()
-                    .error(e),
-                _ if isvc.is_some() => ComponentHealth::with_state(
-                    INFERENCE_SERVICE,
-                    ComponentState::Progressing,
-                    Reason::custom("Creating"),
-                    format!("creating InferenceService {n}"),
-                )
-                .downstream(),
-                _ => ComponentHealth::with_state(
-                    INFERENCE_SERVICE,
-                    ComponentState::Pending,
-                    Reason::custom("WaitingForDependencies"),
-                    "the InferenceService is created once the model and template are Ready",
-                )
-                .downstream(),
+        let routing_settled = rc_health.errors.is_empty();
+        let mut components = vec![rc_health];
+        let (up, model, template) = upstream(object, &fetched);
+        components.extend(up);
+        let down = downstream::compose(
+            object,
+            children,
+            &fetched,
+            &downstream::Resolved {
+                rc: rc.as_ref(),
+                model: model.as_ref(),
+                template: template.template.as_ref(),
+                manager: &manager,
             },
-        };
-        components.push(isvc_health);
-
-        let route = compose::route(object, rc.as_ref(), &manager);
-        match &route {
-            Route::Off => {}
-            Route::Broken(h) => components.push(h.as_ref().clone()),
-            Route::On(_) => {
-                let rname = kinfer_builders::naming::aim::route_name(&object.name_any(), &ns)
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                components.push(match children.fetch::<HttpRoute>(Some(&ns), &rname) {
-                    Ok(Some(live)) => kinfer_state::inspect::http_route(
-                        &serde_json::to_value(&live).unwrap_or_default(),
-                    )
-                    .downstream(),
-                    Ok(None) => ComponentHealth::with_state(
-                        compose::HTTP_ROUTE,
-                        ComponentState::Progressing,
-                        Reason::custom("HTTPRoutePending"),
-                        format!("creating HTTPRoute {rname}"),
-                    )
-                    .downstream(),
-                    Err(e) => ComponentHealth::new(compose::HTTP_ROUTE)
-                        .downstream()
-                        .error(e),
-                });
-            }
-        }
-
-        let mut obs = Observation::new(ServiceState {
+        );
+        components.extend(down.components);
+        let obs = Observation::new(ServiceState {
             runtime_config: rc,
             model,
             template,
-            isvc,
-            route,
+            cache: down.cache,
+            isvc: down.isvc,
+            hpa: down.hpa,
+            live_hpa: down.live_hpa,
+            route: down.route,
+            routing_settled,
         });
-        obs.components = components;
-        if let Some(rc) = &obs.state.runtime_config {
-            obs.labels = rc.propagation();
-        }
-        obs
+        observed(obs, components)
     }
 
     fn plan(
         &self,
-        _object: &AIMService,
+        object: &AIMService,
         observation: &Observation<ServiceState>,
     ) -> Result<PlanResult, ServicePlanError> {
         let state = &observation.state;
@@ -418,17 +312,32 @@ impl Pipeline for ServicePipeline {
         if let Some(d) = &state.template.derived {
             plan.apply.push(DesiredObject::from_typed(d)?);
         }
+        if let Some(c) = &state.cache
+            && let Some(desired) = &c.desired
+        {
+            let d = DesiredObject::from_typed(desired)?;
+            match c.mode {
+                kinfer_api::aim::common::CachingMode::Dedicated => plan.apply.push(d),
+                kinfer_api::aim::common::CachingMode::Shared => plan.apply_without_owner.push(d),
+            }
+        }
         if let Some(input) = &state.isvc {
             let built = kinfer_builders::kserve::inference_service(input)
                 .map_err(|e| ServicePlanError::Build("InferenceService", e))?;
             plan.apply
                 .push(DesiredObject::from_typed(&built.inference_service)?);
+            if let Some(h) = &state.hpa {
+                let hpa = kinfer_builders::autoscaling::horizontal_pod_autoscaler(h)
+                    .map_err(|e| ServicePlanError::Build("HorizontalPodAutoscaler", e))?;
+                plan.apply.push(DesiredObject::from_typed(&hpa)?);
+            }
             if let Route::On(r) = &state.route {
                 let route = kinfer_builders::gateway::predictor_route(r)
                     .map_err(|e| ServicePlanError::Build("HTTPRoute", e))?;
                 plan.apply.push(DesiredObject::from_typed(&route)?);
             }
         }
+        plan.delete.extend(removed(object, state));
         Ok(plan)
     }
 
@@ -451,19 +360,16 @@ impl Pipeline for ServicePipeline {
             .as_ref()
             .map(TemplateInfo::reference)
             .or_else(|| previous.and_then(|p| p.resolved_template.clone()));
-        let runtime = match scaling(object) {
-            Scaling::Fixed { replicas } => AIMServiceRuntimeStatus {
-                replicas: Some(replicas.to_string()),
-                ..AIMServiceRuntimeStatus::default()
-            },
-            Scaling::External { min, max } => AIMServiceRuntimeStatus {
-                min_replicas: Some(min),
-                max_replicas: Some(max),
-                ..AIMServiceRuntimeStatus::default()
-            },
+        let previous_cache = previous.and_then(|p| p.cache.clone());
+        let cache = match state.cache.as_ref().and_then(|c| c.reference.clone()) {
+            Some(r) => Some(AIMServiceCacheStatus {
+                retry_attempts: previous_cache.and_then(|c| c.retry_attempts),
+                template_cache_ref: Some(r),
+            }),
+            None => previous_cache,
         };
         let s = AIMServiceStatus {
-            cache: previous.and_then(|p| p.cache.clone()),
+            cache,
             conditions,
             observed_generation: object.metadata.generation,
             resolved_model,
@@ -475,7 +381,10 @@ impl Pipeline for ServicePipeline {
                 }),
                 _ => None,
             },
-            runtime: Some(runtime),
+            runtime: Some(runtime::runtime_status(
+                isvc::scaling(object),
+                state.live_hpa.as_ref(),
+            )),
             status: AIMServiceState::from(scheme::phase(status)),
         };
         serde_json::to_value(s).unwrap_or_default()

@@ -225,3 +225,4 @@ pub fn condition<'a>(
 }
 #[allow(unused_imports)] // not every test binary pushes images
 pub use kinfer_oci::test_support::{images, registry};
+pub mod serving;

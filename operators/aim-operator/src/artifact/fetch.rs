@@ -1,0 +1,183 @@
+//! Artifact fetch: the runtime config and what the artifact's Jobs left behind.
+//!
+//! Contract: reads only, each item's error captured. The Jobs and the PVC are the engine's
+//! listed children. For the current Job (check-size while the size is unknown, else download)
+//! its pods are listed (`job-name=<job>`); a Complete check-size Job's pod log is read (its last
+//! line carries the size: the last 5 lines, at most 16 KiB); a Failed Job's failed pod gives
+//! the last 50 log lines, at most 64 KiB, for the diagnosis (NOTES row 29). A Complete
+//! download Job's log is never read ([`log_params`]).
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kinfer_api::aim::AIMArtifact;
+use kinfer_state::pipeline::Children;
+use kinfer_state::{CategorizeIn, CategorizedError, Direction};
+use kube::api::{ListParams, LogParams};
+use kube::{Api, Client, ResourceExt};
+
+use crate::runtime_config::resolve;
+
+/// How many log lines a failure diagnosis reads.
+pub const LOG_TAIL_LINES: i64 = 50;
+/// At most this many bytes of a failure's log tail.
+pub const LOG_TAIL_BYTES: i64 = 64 * 1024;
+/// How many lines of a Complete size check are read (the size is on the last one).
+pub const SIZE_TAIL_LINES: i64 = 5;
+/// At most this many bytes of a size check's output.
+pub const SIZE_TAIL_BYTES: i64 = 16 * 1024;
+/// The check-size Job's container.
+pub const CHECK_SIZE_CONTAINER: &str = "check-size";
+
+/// Which pod (by phase) of Job `job` to read, and how much: bounded always; a Complete
+/// download is not read at all; `None` while the Job runs.
+pub fn log_params(job: &Job, container: &str) -> Option<(&'static str, LogParams)> {
+    let (wanted, lines, bytes) = if condition(job, "Complete") {
+        if container != CHECK_SIZE_CONTAINER {
+            return None;
+        }
+        ("Succeeded", SIZE_TAIL_LINES, SIZE_TAIL_BYTES)
+    } else if condition(job, "Failed") {
+        ("Failed", LOG_TAIL_LINES, LOG_TAIL_BYTES)
+    } else {
+        return None;
+    };
+    Some((
+        wanted,
+        LogParams {
+            container: Some(container.to_owned()),
+            tail_lines: Some(lines),
+            limit_bytes: Some(bytes),
+            ..LogParams::default()
+        },
+    ))
+}
+
+/// The current Job and what its pods say.
+#[derive(Debug, Clone, Default)]
+pub struct JobObservation {
+    /// The Job's pods.
+    pub pods: Vec<Pod>,
+    /// The log: the whole output of a Complete check-size Job, the tail of a Failed Job.
+    pub log: Option<String>,
+}
+
+/// What the artifact's fetch step read.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The runtime config.
+    pub runtime_config: resolve::Fetched,
+    /// The current Job's pods and log (`None` when the Job does not exist).
+    pub job: Option<Result<JobObservation, CategorizedError>>,
+}
+
+fn condition(job: &Job, type_: &str) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == type_ && c.status == "True"))
+}
+
+async fn observe(
+    client: &Client,
+    ns: &str,
+    job: &Job,
+    container: &str,
+) -> Result<JobObservation, kube::Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("job-name={}", job.name_any())))
+        .await?
+        .items;
+    let phase = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.clone());
+    let Some((wanted, params)) = log_params(job, container) else {
+        return Ok(JobObservation {
+            pods: list,
+            log: None,
+        });
+    };
+    let pod = list
+        .iter()
+        .filter(|p| phase(p).as_deref() == Some(wanted))
+        .max_by_key(|p| p.metadata.creation_timestamp.clone());
+    let log = match pod {
+        Some(p) => Some(pods.logs(&p.name_any(), &params).await?),
+        None => None,
+    };
+    Ok(JobObservation { pods: list, log })
+}
+
+/// Reads everything; `current` is the current Job's name and container.
+pub async fn fetch(
+    client: &Client,
+    artifact: &AIMArtifact,
+    children: &Children,
+    current: Option<(&str, &str)>,
+) -> Fetched {
+    let ns = artifact.namespace().unwrap_or_default();
+    let job = async {
+        let (name, container) = current?;
+        let live = match children.typed::<Job>(Some(&ns), name) {
+            Ok(Some(j)) => j,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(
+            observe(client, &ns, &live, container)
+                .await
+                .map_err(|e| e.categorize_in(Direction::Downstream)),
+        )
+    };
+    let (runtime_config, job) = futures::join!(
+        resolve::fetch(
+            client,
+            Some(&ns),
+            artifact.spec.runtime_config_name.as_deref()
+        ),
+        job,
+    );
+    Fetched {
+        runtime_config,
+        job,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+
+    use super::*;
+
+    fn job(state: &str) -> Job {
+        Job {
+            status: Some(JobStatus {
+                conditions: Some(vec![JobCondition {
+                    type_: state.into(),
+                    status: "True".into(),
+                    ..JobCondition::default()
+                }]),
+                ..JobStatus::default()
+            }),
+            ..Job::default()
+        }
+    }
+
+    #[test]
+    fn log_reads_are_bounded_and_only_when_needed() {
+        assert!(log_params(&job("Complete"), "download").is_none());
+        assert!(log_params(&job("Running"), CHECK_SIZE_CONTAINER).is_none());
+        let (phase, p) = log_params(&job("Complete"), CHECK_SIZE_CONTAINER).unwrap();
+        assert_eq!(phase, "Succeeded");
+        assert_eq!(
+            (p.tail_lines, p.limit_bytes),
+            (Some(SIZE_TAIL_LINES), Some(SIZE_TAIL_BYTES))
+        );
+        for c in ["download", CHECK_SIZE_CONTAINER] {
+            let (phase, p) = log_params(&job("Failed"), c).unwrap();
+            assert_eq!(phase, "Failed");
+            assert_eq!(
+                (p.tail_lines, p.limit_bytes),
+                (Some(LOG_TAIL_LINES), Some(LOG_TAIL_BYTES))
+            );
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! AIMArtifact: one model downloaded into a PVC (NOTES row 22, kaiwo's AIMModelCache).
+//!
+//! [`fetch`] (runtime config; the current Job's pods and log) -> [`compose`] (size, claim,
+//! download; components `RuntimeConfig` upstream, `CheckSizeJob` or `CachePvc` and
+//! `DownloadJob` downstream) -> plan (below: the check-size Job while the size is unknown,
+//! then the claim while absent and the download Job). Failures are classified from the pod
+//! status and log tail ([`classify`]) into the condition reason: `SourceAuthFailure` (Auth),
+//! `SourceNotFound` (InvalidSpec), `StorageFull` and `OOMKilled` (ResourceExhaustion),
+//! `DownloadTimeout` (Infrastructure, retried), `InvalidModelSize`, `DownloadFailed`.
+//!
+//! Jobs are immutable: each Job is created once (a changed spec reaches the next Job, after
+//! the finished one's TTL removed it, or after a user deleted it to retry at once) and never
+//! pruned; the claim is created once and never resized. A permanent failure (auth, not found,
+//! storage full, ...) is recorded in its condition with the failed Job's fingerprint and not
+//! retried until the spec changes; infrastructure failures are retried once the failed Job's
+//! TTL removed it ([`compose`]).
+//!
+//! Status: `discoveredSizeBytes`, `displaySize`, `allocatedSize` (the claim's request),
+//! `headroomPercent`, `mode` (`Dedicated` when owned, else `Shared`),
+//! `persistentVolumeClaim`, `status`, conditions, `observedGeneration`; `progress`,
+//! `download` and `lastUsed` belong to the downloader: never part of the operator's status
+//! apply, so they are neither overwritten with stale values nor taken over.
+//!
+//! The downloader reports progress by patching `status` itself (upstream runs `kubectl patch`
+//! from the pod); that needs a RoleBinding for the Job's service account that this operator
+//! does not create (least privilege): without it the Job still downloads, and progress stays
+//! empty.
+
+pub mod classify;
+pub mod compose;
+pub mod fetch;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kinfer_api::aim::{AIMArtifact, AIMArtifactStatus, CachingMode};
+use kinfer_builders::discovery_job::{
+    ArtifactInput, ArtifactJobs, DEFAULT_HEADROOM_PERCENT, artifact_objects,
+};
+use kinfer_builders::naming::aim as names;
+use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
+use kinfer_state::health::ComponentHealth;
+use kinfer_state::pipeline::{
+    ChildKind, Children, DesiredError, DesiredObject, Observation, Pipeline, PlanResult,
+};
+use kinfer_state::{CategorizedError, ErrorCategory, OverallStatus, Reason};
+use kube::{Client, ResourceExt};
+
+use self::fetch::Fetched;
+use crate::context::Context;
+use crate::runtime_config::{Resolved, resolve};
+use crate::scheme;
+use crate::service::{HasRuntimeConfig, observed};
+
+/// The controller's short name (`aim-artifact-controller`).
+pub const CONTROLLER: &str = scheme::controller::ARTIFACT;
+
+/// The artifact's composed state.
+#[derive(Debug, Clone, Default)]
+pub struct ArtifactState {
+    /// The resolved runtime config.
+    pub runtime_config: Option<Resolved>,
+    /// The model size, once known.
+    pub size_bytes: Option<u64>,
+    /// The headroom applied.
+    pub headroom: u64,
+    /// The check-size Job to apply.
+    pub check_size: Option<Job>,
+    /// The claim to apply (only while absent).
+    pub claim: Option<PersistentVolumeClaim>,
+    /// The claim's name and request (live, else planned).
+    pub claim_status: Option<(String, Option<Quantity>)>,
+    /// The download Job to apply.
+    pub download: Option<Job>,
+}
+
+/// The AIMArtifact pipeline.
+#[derive(Debug)]
+pub struct ArtifactPipeline {
+    _ctx: Arc<Context>,
+}
+
+impl ArtifactPipeline {
+    /// A pipeline sharing `ctx`.
+    pub fn new(ctx: Arc<Context>) -> Self {
+        Self { _ctx: ctx }
+    }
+}
+
+fn child_name(a: &AIMArtifact, stage: &str) -> Result<String, CategorizedError> {
+    names::artifact_child_name(&a.name_any(), &a.uid().unwrap_or_default(), stage)
+        .map(|n| n.to_string())
+        .map_err(|e| {
+            CategorizedError::new(ErrorCategory::InvalidSpec, format!("{stage} name: {e}"))
+                .with_reason(Reason::custom("NameTooLong"))
+        })
+}
+
+/// The current Job and its container: the download once the size is known.
+fn current(a: &AIMArtifact) -> Option<(String, &'static str)> {
+    match compose::known_size(a) {
+        Some(Ok(_)) => child_name(a, "download").ok().map(|n| (n, "download")),
+        Some(Err(_)) => None,
+        None => child_name(a, "check-size")
+            .ok()
+            .map(|n| (n, fetch::CHECK_SIZE_CONTAINER)),
+    }
+}
+
+fn input(
+    a: &AIMArtifact,
+    rc: Option<&Resolved>,
+    bytes: Option<u64>,
+    headroom: u64,
+) -> Result<ArtifactInput, CategorizedError> {
+    let invalid = |e: String| {
+        CategorizedError::new(ErrorCategory::InvalidSpec, e)
+            .with_reason(Reason::custom("InvalidArtifact"))
+    };
+    let env = crate::env::merge(&[
+        rc.map(|r| r.spec.env.as_slice()).unwrap_or_default(),
+        &a.spec.env,
+    ]);
+    Ok(ArtifactInput {
+        parent: kinfer_builders::Parent {
+            name: Dns1123Subdomain::new(a.name_any()).map_err(|e| invalid(e.to_string()))?,
+            namespace: Dns1123Label::new(a.namespace().unwrap_or_default())
+                .map_err(|e| invalid(e.to_string()))?,
+            managed_by: scheme::manager(CONTROLLER),
+        },
+        uid: a.uid().unwrap_or_default(),
+        pod_identity: kinfer_builders::security::PodIdentity::default(),
+        source_uri: a.spec.source_uri.clone(),
+        size_bytes: bytes,
+        storage_class: a.spec.storage_class_name.clone().or_else(|| {
+            rc.and_then(|r| r.spec.storage.as_ref())
+                .and_then(|s| s.default_storage_class_name.clone())
+        }),
+        headroom_percent: Some(headroom),
+        downloader_image: Some(a.spec.model_download_image.clone()),
+        env: crate::env::k8s_env(&env).map_err(|e| invalid(e.to_string()))?,
+    })
+}
+
+fn error_health(component: &'static str, e: CategorizedError) -> ComponentHealth {
+    ComponentHealth::new(component).downstream().error(e)
+}
+
+impl HasRuntimeConfig for ArtifactState {
+    fn runtime_config(&self) -> Option<&Resolved> {
+        self.runtime_config.as_ref()
+    }
+}
+
+impl Pipeline for ArtifactPipeline {
+    type Object = AIMArtifact;
+    type Fetched = Fetched;
+    type State = ArtifactState;
+    type PlanError = DesiredError;
+
+    fn child_kinds(&self) -> Vec<ChildKind> {
+        vec![
+            // Jobs are immutable and expire by TTL, claims hold data: both are created once
+            // and never pruned.
+            ChildKind::of::<Job>().prune(false),
+            ChildKind::of::<PersistentVolumeClaim>(),
+        ]
+    }
+
+    async fn fetch(&self, client: &Client, object: &AIMArtifact, children: &Children) -> Fetched {
+        let cur = current(object);
+        fetch::fetch(
+            client,
+            object,
+            children,
+            cur.as_ref().map(|(n, c)| (n.as_str(), *c)),
+        )
+        .await
+    }
+
+    fn compose(
+        &self,
+        object: &AIMArtifact,
+        children: &Children,
+        fetched: Fetched,
+    ) -> Observation<ArtifactState> {
+        let ns = object.namespace().unwrap_or_default();
+        let (rc_health, rc) = resolve::resolve(&fetched.runtime_config);
+        let headroom = rc
+            .as_ref()
+            .and_then(|r| r.spec.storage.as_ref())
+            .and_then(|s| u64::try_from(s.headroom_percent()).ok())
+            .unwrap_or(DEFAULT_HEADROOM_PERCENT);
+        let mut components = vec![rc_health];
+        let mut state = ArtifactState {
+            headroom,
+            ..ArtifactState::default()
+        };
+        let job = |name: &str| children.typed::<Job>(Some(&ns), name).ok().flatten();
+        let size = match compose::known_size(object) {
+            Some(Ok(b)) => Some(b),
+            Some(Err(e)) => {
+                components.push(error_health(compose::CHECK_SIZE_JOB, e));
+                None
+            }
+            None => match child_name(object, "check-size") {
+                Ok(name) => {
+                    let live = job(&name);
+                    let (h, measured) = compose::check_size(live.as_ref(), fetched.job.as_ref());
+                    components.push(h);
+                    if measured.is_none() && live.is_none() {
+                        match input(object, rc.as_ref(), None, headroom).and_then(|i| {
+                            artifact_objects(&i).map_err(|e| {
+                                CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
+                                    .with_reason(Reason::custom("InvalidArtifact"))
+                            })
+                        }) {
+                            Ok(ArtifactJobs::CheckSize(j)) => {
+                                let fp = compose::fingerprint(&j);
+                                match compose::recorded_failure(
+                                    object,
+                                    compose::CHECK_SIZE_JOB,
+                                    &fp,
+                                ) {
+                                    // A permanent failure is reported, not retried.
+                                    Some(e) => {
+                                        components.pop();
+                                        components.push(error_health(compose::CHECK_SIZE_JOB, e));
+                                    }
+                                    None => state.check_size = Some(*j),
+                                }
+                            }
+                            Ok(ArtifactJobs::Download { .. }) => {}
+                            Err(e) => components.push(error_health(compose::CHECK_SIZE_JOB, e)),
+                        }
+                    }
+                    measured
+                }
+                Err(e) => {
+                    components.push(error_health(compose::CHECK_SIZE_JOB, e));
+                    None
+                }
+            },
+        };
+        state.size_bytes = size;
+        if let Some(bytes) = size {
+            compose_download(
+                (object, children, &fetched, rc.as_ref()),
+                bytes,
+                &mut state,
+                &mut components,
+            );
+        }
+        state.runtime_config = rc;
+        let obs = Observation::new(state);
+        observed(obs, components)
+    }
+
+    fn plan(
+        &self,
+        _object: &AIMArtifact,
+        observation: &Observation<ArtifactState>,
+    ) -> Result<PlanResult, DesiredError> {
+        let s = &observation.state;
+        let mut plan = PlanResult::default();
+        for job in [&s.check_size, &s.download].into_iter().flatten() {
+            plan.apply.push(DesiredObject::from_typed(job)?);
+        }
+        if let Some(c) = &s.claim {
+            plan.apply.push(DesiredObject::from_typed(c)?);
+        }
+        Ok(plan)
+    }
+
+    fn status(
+        &self,
+        object: &AIMArtifact,
+        observation: &Observation<ArtifactState>,
+        status: OverallStatus,
+        conditions: Vec<Condition>,
+    ) -> serde_json::Value {
+        let s = &observation.state;
+        let previous = object.status.clone().unwrap_or_default();
+        let owned = object
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true));
+        let discovered = if object.spec.size.is_none() {
+            s.size_bytes
+                .and_then(|b| i64::try_from(b).ok())
+                .or(previous.discovered_size_bytes)
+        } else {
+            previous.discovered_size_bytes
+        };
+        let st = AIMArtifactStatus {
+            allocated_size: s
+                .claim_status
+                .as_ref()
+                .and_then(|(_, q)| q.clone())
+                .or(previous.allocated_size),
+            conditions,
+            discovered_size_bytes: discovered,
+            display_size: s
+                .size_bytes
+                .map(compose::display_size)
+                .or(previous.display_size),
+            // The downloader's (it patches them): left out of our apply so it keeps them.
+            download: None,
+            headroom_percent: i32::try_from(s.headroom).ok(),
+            last_used: None,
+            mode: Some(if owned {
+                CachingMode::Dedicated
+            } else {
+                CachingMode::Shared
+            }),
+            observed_generation: object.metadata.generation,
+            persistent_volume_claim: s
+                .claim_status
+                .as_ref()
+                .map(|(n, _)| n.clone())
+                .or(previous.persistent_volume_claim),
+            progress: None,
+            status: scheme::phase(status),
+        };
+        serde_json::to_value(st).unwrap_or_default()
+    }
+}
+
+/// The download half of compose, once the size is known: the claim (while absent) and the
+/// download Job, with their components.
+fn compose_download(
+    (object, children, fetched, rc): (&AIMArtifact, &Children, &Fetched, Option<&Resolved>),
+    bytes: u64,
+    state: &mut ArtifactState,
+    components: &mut Vec<ComponentHealth>,
+) {
+    let ns = object.namespace().unwrap_or_default();
+    let built = input(object, rc, Some(bytes), state.headroom).and_then(|i| {
+        artifact_objects(&i).map_err(|e| {
+            CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
+                .with_reason(Reason::custom("InvalidArtifact"))
+        })
+    });
+    let (claim, job) = match built {
+        Ok(ArtifactJobs::Download { claim, job }) => (*claim, *job),
+        Ok(ArtifactJobs::CheckSize(_)) => return,
+        Err(e) => {
+            components.push(error_health(compose::DOWNLOAD_JOB, e));
+            return;
+        }
+    };
+    let claim_name = claim.metadata.name.clone().unwrap_or_default();
+    let live_claim = match children.typed::<PersistentVolumeClaim>(Some(&ns), &claim_name) {
+        Ok(c) => c,
+        Err(e) => {
+            components.push(error_health(compose::CACHE_PVC, e));
+            return;
+        }
+    };
+    components.push(compose::claim(live_claim.as_ref(), &claim_name));
+    let request = |c: &PersistentVolumeClaim| {
+        c.spec
+            .as_ref()
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage").cloned())
+    };
+    state.claim_status = Some((
+        claim_name,
+        live_claim.as_ref().map_or_else(|| request(&claim), request),
+    ));
+    if live_claim.is_none() {
+        state.claim = Some(claim);
+    }
+    let job_name = job.metadata.name.clone().unwrap_or_default();
+    let live_job = children.typed::<Job>(Some(&ns), &job_name).ok().flatten();
+    let (h, plan_job) = compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job);
+    components.push(h);
+    if plan_job && live_job.is_none() {
+        state.download = Some(job);
+    }
+}

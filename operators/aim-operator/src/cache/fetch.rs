@@ -1,0 +1,126 @@
+//! Template cache fetch: the runtime config, the template's model sources (when the cache's
+//! spec lists none) and the namespace's artifacts.
+//!
+//! Contract: reads only, each item's error captured. The template is looked up by
+//! `spec.templateScope` (Namespace: the AIMServiceTemplate; Cluster: the
+//! AIMClusterServiceTemplate; unset: namespace first, then cluster). Every AIMArtifact of the
+//! namespace is listed: a shared cache reuses artifacts it did not create.
+
+use kinfer_api::aim::common::{AIMModelSource, TemplateScope};
+use kinfer_api::aim::{
+    AIMArtifact, AIMClusterServiceTemplate, AIMServiceTemplate, AIMServiceTemplateStatus,
+    AIMTemplateCache,
+};
+use kinfer_state::{CategorizeIn, CategorizedError, Direction};
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+use crate::runtime_config::resolve;
+
+/// The template a cache caches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateSources {
+    /// `AIMServiceTemplate` or `AIMClusterServiceTemplate`.
+    pub kind: &'static str,
+    /// Inline sources, else the discovered ones.
+    pub sources: Vec<AIMModelSource>,
+    /// The template's `status.status` is Ready.
+    pub ready: bool,
+}
+
+/// What the cache's fetch step read.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The runtime config.
+    pub runtime_config: resolve::Fetched,
+    /// The template (`None` when the spec lists the sources; `Ok(None)` when not found).
+    pub template: Option<Result<Option<TemplateSources>, CategorizedError>>,
+    /// The namespace's artifacts.
+    pub artifacts: Result<Vec<AIMArtifact>, CategorizedError>,
+}
+
+fn sources(
+    kind: &'static str,
+    inline: Vec<AIMModelSource>,
+    status: Option<AIMServiceTemplateStatus>,
+) -> TemplateSources {
+    let ready = status
+        .as_ref()
+        .is_some_and(|s| s.status == kinfer_api::phase::Phase::Ready);
+    let sources = if inline.is_empty() {
+        status.map(|s| s.model_sources).unwrap_or_default()
+    } else {
+        inline
+    };
+    TemplateSources {
+        kind,
+        sources,
+        ready,
+    }
+}
+
+async fn template(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    scope: TemplateScope,
+) -> Result<Option<TemplateSources>, kube::Error> {
+    if scope != TemplateScope::Cluster
+        && let Some(t) = Api::<AIMServiceTemplate>::namespaced(client.clone(), ns)
+            .get_opt(name)
+            .await?
+    {
+        return Ok(Some(sources(
+            "AIMServiceTemplate",
+            t.spec.common.model_sources,
+            t.status,
+        )));
+    }
+    if scope == TemplateScope::Namespace {
+        return Ok(None);
+    }
+    Ok(Api::<AIMClusterServiceTemplate>::all(client.clone())
+        .get_opt(name)
+        .await?
+        .map(|t| {
+            sources(
+                "AIMClusterServiceTemplate",
+                t.spec.0.model_sources,
+                t.status,
+            )
+        }))
+}
+
+/// Reads everything; see the module contract.
+pub async fn fetch(client: &Client, cache: &AIMTemplateCache) -> Fetched {
+    let ns = cache.namespace().unwrap_or_default();
+    let spec = &cache.spec;
+    let template_read = async {
+        if spec.model_sources.is_empty() {
+            Some(
+                template(client, &ns, &spec.template_name, spec.template_scope)
+                    .await
+                    .map_err(|e| e.categorize_in(Direction::Upstream)),
+            )
+        } else {
+            None
+        }
+    };
+    let artifacts = async {
+        Api::<AIMArtifact>::namespaced(client.clone(), &ns)
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .map_err(|e| e.categorize_in(Direction::Downstream))
+    };
+    let (runtime_config, template, artifacts) = futures::join!(
+        resolve::fetch(client, Some(&ns), spec.runtime_config_name.as_deref()),
+        template_read,
+        artifacts,
+    );
+    Fetched {
+        runtime_config,
+        template,
+        artifacts,
+    }
+}

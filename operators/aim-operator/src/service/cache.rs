@@ -1,0 +1,274 @@
+//! Service caching (NOTES row 20): the AIMTemplateCache a service runs from, its `Cache`
+//! component and the volume mounts its artifacts give the InferenceService. Pure.
+//!
+//! Contract:
+//! - The mode is `spec.caching.mode` normalised (legacy `Always`/`Auto` are Shared, `Never`
+//!   Dedicated), Shared when unset. Both modes cache: the InferenceService is created only
+//!   once the cache is Ready (upstream KW #353), and mounts each cached model at
+//!   `/workspace/cache/<modelId>`.
+//! - Shared: named `<template>-<hash(namespace)>`, applied without an owner reference and
+//!   labelled `aim.eai.amd.com/service=<keeper>`. One cache serves every Shared service of the
+//!   template in the namespace; its keeper is the first of them by name (services being
+//!   deleted excluded; the others are known by their `status.resolvedTemplate`), which keeps
+//!   it applied with its settings, so the spec follows changes and does not depend on which
+//!   service reconciled first (when the keeper goes, the next takes over on its next
+//!   reconcile). The others create it only while it is absent and otherwise
+//!   use it as it is, so services never rewrite each other's cache. Dedicated:
+//!   `<template>-<service>-<hash(uid)>`, owned by the service, always applied.
+//! - The cache's spec: the template's name and scope (its model sources are read from the
+//!   template by the cache controller), the storage class (service storage over runtime
+//!   config), the env (template env < template caching env < service env), the runtime config
+//!   name and the service's pull secrets.
+//! - The `Cache` component follows the live cache: absent is Progressing `CreatingCache`,
+//!   Ready is Ready, Failed/Degraded/NotAvailable keep that state with the reason and message
+//!   of the cache's `ArtifactsReady` condition (so the artifact's root cause, e.g.
+//!   `SourceAuthFailure`, reaches the service), anything else is Progressing `CacheNotReady`.
+
+use std::collections::BTreeMap;
+
+use kinfer_api::aim::common::{CachingMode, ResolutionScope, ResolvedReference, TemplateScope};
+use kinfer_api::aim::{AIMService, AIMTemplateCache, AIMTemplateCacheSpec};
+use kinfer_api::phase::Phase;
+use kinfer_builders::kserve::CacheMount;
+use kinfer_builders::naming::aim as names;
+use kinfer_state::health::ComponentHealth;
+use kinfer_state::{CategorizedError, ComponentState, ErrorCategory, Reason};
+use kube::ResourceExt;
+use kube::api::ObjectMeta;
+
+use super::fetch::TemplateInfo;
+use crate::runtime_config::Resolved;
+use crate::scheme;
+
+/// The cache component (`CacheReady`).
+pub const CACHE: &str = "Cache";
+/// `aim.eai.amd.com/service`: the service that created a template cache (the finalizer
+/// removes that service's non-Ready caches).
+pub const SERVICE_LABEL: &str = "aim.eai.amd.com/service";
+/// The template cache's condition that explains its state.
+pub const ARTIFACTS_READY: &str = "ArtifactsReady";
+
+/// The service's caching mode; see the module contract.
+pub fn mode(svc: &AIMService) -> CachingMode {
+    svc.spec
+        .caching
+        .as_ref()
+        .map_or(CachingMode::Shared, |c| c.mode.normalized())
+}
+
+/// What the service does about its cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheChoice {
+    /// The cache's name.
+    pub name: String,
+    /// Shared or dedicated.
+    pub mode: CachingMode,
+    /// The cache to apply (`None`: an existing shared cache, used as it is).
+    pub desired: Option<AIMTemplateCache>,
+    /// The volume mounts, once the cache is Ready.
+    pub mounts: Option<Vec<CacheMount>>,
+    /// For `status.cache.templateCacheRef`, once the cache exists.
+    pub reference: Option<ResolvedReference>,
+}
+
+fn cache_name(svc: &AIMService, template: &str, mode: CachingMode) -> Result<String, String> {
+    let ns = svc.namespace().unwrap_or_default();
+    let name = match mode {
+        CachingMode::Shared => names::shared_template_cache_name(template, &ns),
+        CachingMode::Dedicated => names::dedicated_template_cache_name(
+            template,
+            &svc.name_any(),
+            &svc.uid().unwrap_or_default(),
+        ),
+    };
+    name.map(|n| n.to_string()).map_err(|e| e.to_string())
+}
+
+/// The cache spec for a service running `t`; see the module contract.
+pub fn desired(
+    svc: &AIMService,
+    t: &TemplateInfo,
+    rc: Option<&Resolved>,
+    name: &str,
+    mode: CachingMode,
+) -> AIMTemplateCache {
+    let caching_env = t.caching.as_ref().map_or(&[][..], |c| c.env.as_slice());
+    let storage_class = svc
+        .spec
+        .storage
+        .as_ref()
+        .and_then(|s| s.default_storage_class_name.clone())
+        .or_else(|| {
+            rc.and_then(|r| r.spec.storage.as_ref())
+                .and_then(|s| s.default_storage_class_name.clone())
+        });
+    AIMTemplateCache {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: svc.namespace(),
+            labels: Some(BTreeMap::from([(
+                SERVICE_LABEL.to_owned(),
+                scheme::label_value(&svc.name_any()),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: AIMTemplateCacheSpec {
+            download_image: None,
+            env: crate::env::merge(&[&t.spec.env, caching_env, &svc.spec.env]),
+            image_pull_secrets: svc.spec.image_pull_secrets.clone(),
+            mode,
+            // Left to the cache controller, which reads them from the template each time,
+            // so a re-discovered template is followed (a spec list would freeze them).
+            model_sources: Vec::new(),
+            runtime_config_name: svc.spec.runtime_config_name.clone(),
+            storage_class_name: storage_class,
+            template_name: t.name.clone(),
+            template_scope: match t.scope {
+                ResolutionScope::Cluster => TemplateScope::Cluster,
+                _ => TemplateScope::Namespace,
+            },
+        },
+        status: None,
+    }
+}
+
+fn health(state: ComponentState, reason: &str, message: String) -> ComponentHealth {
+    ComponentHealth::with_state(CACHE, state, Reason::custom(reason.to_owned()), message)
+        .downstream()
+}
+
+fn mounts(cache: &AIMTemplateCache) -> Vec<CacheMount> {
+    cache
+        .status
+        .iter()
+        .flat_map(|s| s.artifacts.values())
+        .filter_map(|a| {
+            Some(CacheMount {
+                claim_name: a.persistent_volume_claim.clone()?,
+                model_id: a.model.clone(),
+            })
+        })
+        .collect()
+}
+
+fn live_health(cache: &AIMTemplateCache) -> ComponentHealth {
+    let name = cache.name_any();
+    let status = cache.status.as_ref();
+    let phase = status.map(|s| s.status).unwrap_or_default();
+    let why = status
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == ARTIFACTS_READY))
+        .map(|c| (c.reason.clone(), c.message.clone()));
+    let (reason, detail) = why.unwrap_or_default();
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    };
+    let state = match phase {
+        Phase::Ready => {
+            return health(
+                ComponentState::Ready,
+                "CacheReady",
+                format!("template cache {name} is Ready"),
+            );
+        }
+        Phase::Failed => ComponentState::Failed,
+        Phase::Degraded => ComponentState::Degraded,
+        Phase::NotAvailable => ComponentState::NotAvailable,
+        Phase::Pending | Phase::Progressing => {
+            return health(
+                ComponentState::Progressing,
+                "CacheNotReady",
+                // Not the cache's message: it changes with every download step.
+                format!("waiting for template cache {name}"),
+            );
+        }
+    };
+    let reason = if reason.is_empty() {
+        "CacheFailed".to_owned()
+    } else {
+        reason
+    };
+    health(
+        state,
+        &reason,
+        format!("template cache {name} is {phase}{detail}"),
+    )
+}
+
+/// Whether `svc` keeps the shared cache of `t` applied; see the module contract.
+fn keeps_shared_cache(svc: &AIMService, t: &TemplateInfo, peers: &[AIMService]) -> bool {
+    let me = svc.name_any();
+    let reference = t.reference();
+    !peers.iter().any(|p| {
+        let uses_it = p
+            .status
+            .as_ref()
+            .and_then(|s| s.resolved_template.as_ref())
+            .is_some_and(|r| r.name == reference.name && r.scope == reference.scope);
+        p.name_any() < me
+            && uses_it
+            && mode(p) == CachingMode::Shared
+            && p.metadata.deletion_timestamp.is_none()
+    })
+}
+
+/// The cache of a service running template `t`: the choice and the `Cache` component.
+pub fn compose(
+    svc: &AIMService,
+    t: &TemplateInfo,
+    rc: Option<&Resolved>,
+    caches: &[AIMTemplateCache],
+    peers: &[AIMService],
+) -> (ComponentHealth, Option<CacheChoice>) {
+    let mode = mode(svc);
+    let name = match cache_name(svc, &t.name, mode) {
+        Ok(n) => n,
+        Err(e) => {
+            let error = CategorizedError::new(
+                ErrorCategory::InvalidSpec,
+                format!("template cache name: {e}"),
+            )
+            .with_reason(Reason::custom("NameTooLong"));
+            return (ComponentHealth::new(CACHE).downstream().error(error), None);
+        }
+    };
+    let live = caches.iter().find(|c| c.name_any() == name);
+    let planned = match (mode, live) {
+        (CachingMode::Shared, Some(_)) if !keeps_shared_cache(svc, t, peers) => None,
+        _ => Some(desired(svc, t, rc, &name, mode)),
+    };
+    let (health, mounts, reference) = match live {
+        None => (
+            health(
+                ComponentState::Progressing,
+                "CreatingCache",
+                format!("creating {mode:?} template cache {name}"),
+            ),
+            None,
+            None,
+        ),
+        Some(c) => {
+            let h = live_health(c);
+            let ready = h.effective_state() == ComponentState::Ready;
+            let reference = ResolvedReference {
+                kind: Some("AIMTemplateCache".into()),
+                name: Some(name.clone()),
+                namespace: c.namespace(),
+                scope: Some(ResolutionScope::Namespace),
+                uid: c.uid(),
+            };
+            (h, ready.then(|| mounts(c)), Some(reference))
+        }
+    };
+    (
+        health,
+        Some(CacheChoice {
+            name,
+            mode,
+            desired: planned,
+            mounts,
+            reference,
+        }),
+    )
+}
