@@ -186,7 +186,18 @@ pub fn artifacts(
             })
         };
         let planned = match &live {
-            Some(_) if !dedicated => None,
+            // A shared artifact is kept applied by one cache: the one whose name sorts first
+            // among those that created or took it over (its creator label), so its labels and
+            // spec do not depend on which cache reconciled first. An artifact without the
+            // label (created by another operator) is used as it is.
+            Some(a) if !dedicated => match a.labels().get(CREATOR_LABEL) {
+                Some(creator) if *creator >= scheme::label_value(&cache.name_any()) => Some({
+                    let mut d = build()?;
+                    d.metadata.name = Some(a.name_any());
+                    d
+                }),
+                _ => None,
+            },
             // An owned artifact stays planned (so it is not pruned) with what this cache
             // computes, under its live name: never the live labels or spec, which would take
             // over fields others set.

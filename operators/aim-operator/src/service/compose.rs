@@ -463,6 +463,30 @@ pub fn resolve_template(
         let message = selection.message();
         match &selection.outcome {
             Outcome::Chosen(c) => {
+                // The first choice is kept while it stays Ready, so it is made only once no
+                // template of the model is still being discovered: otherwise the choice would
+                // depend on which discovery finished first, not on the ranking.
+                let discovering: Vec<&str> = pool
+                    .iter()
+                    .filter(|t| matches!(t.phase(), Phase::Pending | Phase::Progressing))
+                    .map(|t| t.name.as_str())
+                    .collect();
+                if !discovering.is_empty() {
+                    return (
+                        state(
+                            TEMPLATE,
+                            ComponentState::Pending,
+                            &kinfer_select::OutcomeReason::TemplatesExistButNotReady.to_string(),
+                            format!(
+                                "{} ranks first among the Ready templates; waiting for the discovery of {} before choosing",
+                                c.name,
+                                discovering.join(", ")
+                            ),
+                        )
+                        .upstream(),
+                        TemplateChoice::default(),
+                    );
+                }
                 let found = pool.iter().find(|t| {
                     t.name == c.name
                         && (t.scope == ResolutionScope::Cluster) == (c.scope == Scope::Cluster)
