@@ -6,6 +6,8 @@
 //! and never writes `app.kubernetes.io/*`. [`glob_match`] is Go's `filepath.Match` (the syntax
 //! upstream's label-propagation globs use), iterative and bounded.
 
+pub mod aim;
+
 /// `app.kubernetes.io/name`: the application (`modelservice`, `aim-service`, `epp`, ...).
 pub const NAME: &str = "app.kubernetes.io/name";
 /// `app.kubernetes.io/instance`: the parent object's name.

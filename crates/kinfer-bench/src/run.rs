@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kinfer_testkit::TestCluster;
+use kinfer_testkit::{CONFLICT_LOG, Conflict, TestCluster};
 
 use crate::operator::{Launch, Operator};
 use crate::prom::{DURATION, QUEUE_WAIT, RECONCILES};
@@ -79,16 +79,6 @@ fn total_requests(cluster: &TestCluster) -> u64 {
     cluster.counters().snapshot().values().sum()
 }
 
-fn conflicts(cluster: &TestCluster) -> u64 {
-    cluster
-        .counters()
-        .snapshot()
-        .iter()
-        .filter(|((_, _, code), _)| *code == 409)
-        .map(|(_, n)| n)
-        .sum()
-}
-
 /// Everything a phase needs: the cluster, the operator, the running totals.
 struct Bench<'a> {
     scenario: &'a Scenario,
@@ -97,6 +87,8 @@ struct Bench<'a> {
     launch: Launch,
     created: usize,
     conflicts: u64,
+    /// The 409 answers seen, with who sent them and the server's message.
+    conflict_log: Vec<Conflict>,
     row: Row,
 }
 
@@ -225,7 +217,9 @@ impl Bench<'_> {
     }
 
     fn reset_counters(&mut self) {
-        self.conflicts += conflicts(&self.cluster);
+        self.conflicts += self.cluster.counters().answered(409);
+        self.conflict_log
+            .extend(self.cluster.counters().conflicts());
         self.cluster.counters().reset();
     }
 }
@@ -245,7 +239,9 @@ pub async fn run(scenario: &Scenario, settings: &Settings) -> Result<Row> {
     scenario.prepare(&cluster)?;
     let stem = format!("{}-{}", scenario.name, settings.n);
     let kubeconfig = settings.work_dir.join(format!("{stem}.kubeconfig"));
-    std::fs::write(&kubeconfig, cluster.kubeconfig_yaml())?;
+    // The operator impersonates its binary's name, so per-client counts and the conflict log
+    // name it (kube-rs sends no User-Agent).
+    std::fs::write(&kubeconfig, cluster.kubeconfig_yaml_as(scenario.binary))?;
     let log = settings.work_dir.join(format!("{stem}.log"));
     let _ = std::fs::remove_file(&log);
     let launch = Launch {
@@ -261,6 +257,7 @@ pub async fn run(scenario: &Scenario, settings: &Settings) -> Result<Row> {
         launch,
         created: 0,
         conflicts: 0,
+        conflict_log: Vec::new(),
         row: Row {
             scenario: scenario.name.to_owned(),
             n: settings.n,
@@ -269,8 +266,11 @@ pub async fn run(scenario: &Scenario, settings: &Settings) -> Result<Row> {
         },
     };
     let result = phases(&mut b).await;
-    b.conflicts += conflicts(&b.cluster);
+    b.reset_counters();
     b.row.conflicts = Some(b.conflicts);
+    b.row
+        .notes
+        .extend(conflict_notes(&b.conflict_log, b.conflicts));
     result?;
     Ok(b.row)
 }
@@ -408,7 +408,7 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
         b.row.event_to_reconcile_p99_ms = ms(wait.quantile(0.99));
         if b.row.event_to_reconcile_p99_ms.is_none() {
             b.row.notes.push(format!(
-                "event_to_reconcile_p99_ms: the operator recorded no queue wait ({QUEUE_WAIT} is empty: nothing calls Engine::observe_event)"
+                "event_to_reconcile_p99_ms: the operator recorded no queue wait ({QUEUE_WAIT} is empty: its controllers do not record triggers)"
             ));
         }
         end_to_end.sort_by(f64::total_cmp);
@@ -454,9 +454,94 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
     Ok(())
 }
 
+/// How many kinds of conflict the notes describe.
+const CONFLICT_NOTES: usize = 5;
+
+/// One note per kind of 409 (client, verb, resource, message), most frequent first: who
+/// conflicted with whom (a server-side apply conflict names the managers owning the fields).
+/// The test cluster logs only the last [`CONFLICT_LOG`] 409s of each phase, so when `log`
+/// holds fewer than the `total` counted, a first note says the kinds are of those only.
+fn conflict_notes(log: &[Conflict], total: u64) -> Vec<String> {
+    let mut notes = Vec::new();
+    if (log.len() as u64) < total {
+        notes.push(format!(
+            "409 kinds below: of the last {CONFLICT_LOG} per phase ({} of {total} logged)",
+            log.len()
+        ));
+    }
+    let mut kinds: std::collections::BTreeMap<(&str, &str, &str, String), (usize, &str)> =
+        std::collections::BTreeMap::new();
+    for c in log {
+        // Messages quote the object's name; the kind of conflict is the rest.
+        let name = c.object.rsplit('/').next().unwrap_or_default();
+        let message = if name.is_empty() {
+            c.message.clone()
+        } else {
+            c.message.replace(&format!("\"{name}\""), "\"<name>\"")
+        };
+        let entry = kinds
+            .entry((&c.client, &c.verb, &c.resource, message))
+            .or_insert((0, &c.object));
+        entry.0 += 1;
+    }
+    let mut sorted: Vec<_> = kinds.into_iter().collect();
+    sorted.sort_by_key(|(_, (n, _))| std::cmp::Reverse(*n));
+    notes.extend(sorted.into_iter().take(CONFLICT_NOTES).map(
+        |((client, verb, resource, message), (n, example))| {
+            let message: String = message.chars().take(240).collect();
+            format!("409 x{n}: {client} {verb} {resource} (e.g. {example}): {message}")
+        },
+    ));
+    notes
+}
+
 #[cfg(test)]
 mod tests {
-    use super::nearest_rank;
+    use super::{Conflict, conflict_notes, nearest_rank};
+
+    #[test]
+    fn conflicts_are_grouped_by_client_request_and_message() {
+        let c = |object: &str, message: &str| Conflict {
+            client: "op".into(),
+            verb: "patch".into(),
+            resource: "things".into(),
+            object: object.into(),
+            message: message.into(),
+        };
+        let log = [
+            c(
+                "ns/a",
+                "Operation cannot be fulfilled on things \"a\": modified",
+            ),
+            c(
+                "ns/b",
+                "Operation cannot be fulfilled on things \"b\": modified",
+            ),
+            c(
+                "ns/c",
+                "Apply failed with 1 conflict: conflict with \"x\": .spec",
+            ),
+        ];
+        let notes = conflict_notes(&log, 3);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with("409 x2: op patch things (e.g. ns/a)"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[0].contains("things \"<name>\": modified"),
+            "{notes:?}"
+        );
+        assert!(notes[1].starts_with("409 x1:"), "{notes:?}");
+
+        // More counted than logged: the notes say they describe the logged ones only.
+        let notes = conflict_notes(&log, 300);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes[0].contains("of the last 256 per phase (3 of 300 logged)"),
+            "{notes:?}"
+        );
+    }
 
     #[test]
     fn nearest_rank_quantiles() {

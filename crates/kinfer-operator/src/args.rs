@@ -84,6 +84,13 @@ pub struct CommonArgs {
     /// Reconciles running at once per controller (at least 1: kube reads 0 as unbounded).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
+    /// Quiet time after a watch event before its object is reconciled, in milliseconds (0:
+    /// none; at most 10000): the burst of events of a new object's children becomes one
+    /// reconcile instead of several that each read what their watch has not delivered yet.
+    /// Each new event restarts the wait, so an object whose events never pause for this long
+    /// is not reconciled until they do: keep it short.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub debounce_ms: u64,
 }
 
 impl CommonArgs {
@@ -163,6 +170,7 @@ mod tests {
         assert!(c.watch_namespaces.is_empty());
         assert_eq!(c.log_format, LogFormat::Text);
         assert_eq!(c.concurrency, 4);
+        assert_eq!(c.debounce_ms, 50);
         assert_eq!(c.admin_addrs().len(), 2);
         assert_eq!(c.lease_settings("x-leader").unwrap(), None);
     }
@@ -172,6 +180,15 @@ mod tests {
         // kube's controller reads 0 as "unbounded", which is never what a flag value means.
         assert!(Cli::try_parse_from(["op", "--concurrency", "0"]).is_err());
         assert_eq!(parse(&["--concurrency", "1"]).concurrency, 1);
+    }
+
+    #[test]
+    fn debounce_is_bounded() {
+        // A trailing-edge debounce restarts on every event: a long one can postpone a busy
+        // object's reconcile indefinitely.
+        assert!(Cli::try_parse_from(["op", "--debounce-ms", "10001"]).is_err());
+        assert_eq!(parse(&["--debounce-ms", "10000"]).debounce_ms, 10_000);
+        assert_eq!(parse(&["--debounce-ms", "0"]).debounce_ms, 0);
     }
 
     #[test]

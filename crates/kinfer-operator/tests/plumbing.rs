@@ -468,6 +468,7 @@ fn leader_args(namespace: Option<&str>) -> CommonArgs {
         watch_namespaces: Vec::new(),
         log_format: kinfer_operator::LogFormat::Text,
         concurrency: 1,
+        debounce_ms: 0,
     }
 }
 

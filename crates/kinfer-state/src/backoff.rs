@@ -2,7 +2,9 @@
 //!
 //! Contract: the delay for the n-th consecutive failure of one object is `base * 2^(n-1)`
 //! capped at `cap` (1 s doubling to 300 s by default), raised to the server's `Retry-After`
-//! when that is longer. A success resets the object. Keys are whatever identifies an object
+//! when that is longer, but never past `cap` ([`BackoffPolicy::honoured`]: a server asking for
+//! a day must not park an object, its spec edits and its finalizer that long). A success
+//! resets the object. Keys are whatever identifies an object
 //! (the engine uses kind/namespace/name). No clock and no randomness: the delay is a pure
 //! function of the failure count, so tests and retries are deterministic.
 
@@ -31,14 +33,19 @@ impl Default for BackoffPolicy {
 
 impl BackoffPolicy {
     /// The delay after `failures` consecutive failures (1 for the first), honouring
-    /// `retry_after` when it is longer.
+    /// `retry_after` when it is longer (up to `cap`).
     pub fn delay(&self, failures: u32, retry_after: Option<Duration>) -> Duration {
         let exp = failures.saturating_sub(1).min(31);
         let computed = self.base.saturating_mul(1u32 << exp).min(self.cap);
-        match retry_after {
+        match retry_after.map(|ra| self.honoured(ra)) {
             Some(ra) if ra > computed => ra,
             _ => computed,
         }
+    }
+
+    /// How much of a server's `Retry-After` is honoured: all of it up to `cap`.
+    pub fn honoured(&self, retry_after: Duration) -> Duration {
+        retry_after.min(self.cap)
     }
 }
 
@@ -138,12 +145,13 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_wins_when_longer() {
+    fn retry_after_wins_when_longer_up_to_the_cap() {
         let p = BackoffPolicy::default();
         let cases = [
             (1, Some(s(5)), s(5)),
             (4, Some(s(5)), s(8)),
-            (10, Some(s(600)), s(600)),
+            (10, Some(s(600)), s(300)),
+            (1, Some(s(100_000)), s(300)),
             (3, None, s(4)),
         ];
         for (n, ra, want) in cases {

@@ -2,13 +2,16 @@
 //!
 //! Contract: events are emitted only for transitions that matter to a person reading
 //! `kubectl describe` ([`should_emit`]):
-//! - `Ready` changing status (False -> True, True -> False), but not `Ready` first appearing;
 //! - any condition moving into or out of an error state (not True with an error reason, see
-//!   [`Reason::is_error`]), including an error condition first appearing;
+//!   [`crate::condition::Reason::is_error`]), including an error condition first appearing:
+//!   a failure (Warning) and its recovery (Normal, e.g. `Ready` True after an error);
+//! - `Ready` lost (True -> not True) for any reason;
 //! - never for `<Component>Ready` conditions (the root `Ready` carries the first failing
 //!   component's reason), nor for a condition first appearing True.
 //!
-//! A new object therefore emits one event on its way to Ready (`Ready` False -> True). Events
+//! A new object reaching Ready through Pending/Progressing emits nothing (its status says it
+//! all, and the event would be one more write per object: issue #11's writes-per-CR goal);
+//! a failure on the way emits its Warning and the recovery its Normal event. Events
 //! are emitted only after the status carrying them was written, so a failed status write cannot
 //! repeat them, and a condition that stays in an error state emits nothing on later
 //! reconciles (the engine logs and counts it). Event reason = condition reason; note =
@@ -19,7 +22,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
-use crate::condition::{ConditionType, Transition};
+use crate::condition::{ConditionStatus, ConditionType, Transition};
 
 /// Whether `t` gets an event; see the module contract.
 pub fn should_emit(t: &Transition) -> bool {
@@ -29,7 +32,11 @@ pub fn should_emit(t: &Transition) -> bool {
     if t.is_error() != t.was_error() {
         return true;
     }
-    t.type_ == ConditionType::Ready && t.from.is_some() && t.status_changed()
+    let lost = t
+        .from
+        .as_ref()
+        .is_some_and(|(s, _)| *s == ConditionStatus::True && t.status != ConditionStatus::True);
+    t.type_ == ConditionType::Ready && lost
 }
 
 /// The event an engine would publish for `t`.
@@ -159,11 +166,20 @@ mod tests {
                 t(ready.clone(), None, True, Reason::AllComponentsReady),
                 false,
             ),
-            // Ready changes status.
+            // Ready reached on the way up is quiet; reached after an error, and lost, are not.
             (
                 t(
                     ready.clone(),
                     Some((False, Reason::Progressing)),
+                    True,
+                    Reason::AllComponentsReady,
+                ),
+                false,
+            ),
+            (
+                t(
+                    ready.clone(),
+                    Some((False, Reason::InfrastructureError)),
                     True,
                     Reason::AllComponentsReady,
                 ),

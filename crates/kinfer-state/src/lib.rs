@@ -36,6 +36,11 @@
 //!     .run(kinfer_state::engine::reconcile, kinfer_state::engine::error_policy, engine);
 //! ```
 //!
+//! `kinfer_operator::Controllers` is this wiring as the operators run it, plus what the sketch
+//! leaves out: each trigger recorded as it arrives ([`Engine::triggers`], the queue-wait
+//! metric), delete events forwarded to [`Engine::forget`], the cached objects trimmed
+//! ([`Engine::trim_for_cache`]), a backoff per watch and a short one on the merged triggers.
+//!
 //! kube's client retries 429/503/504 inside a request by default (`Config::default_retry`);
 //! controllers should turn that off so the engine's per-object backoff and `Retry-After`
 //! handling decide, instead of a reconcile blocking on in-request retries.
@@ -65,7 +70,7 @@ pub use category::{
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use condition::{ConditionSet, ConditionStatus, ConditionType, Reason, Transition};
-pub use engine::{Engine, EngineConfig, Report};
+pub use engine::{Engine, EngineConfig, Report, Triggers};
 pub use handover::FieldPath;
 pub use health::{
     CategorizeIn, ComponentHealth, ComponentState, FetchResult, PhaseReason, downstream, upstream,

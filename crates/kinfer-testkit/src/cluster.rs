@@ -140,8 +140,20 @@ impl TestCluster {
 
     /// A kubeconfig for this cluster, as YAML.
     pub fn kubeconfig_yaml(&self) -> String {
+        self.kubeconfig_yaml_with_user("{}")
+    }
+
+    /// A kubeconfig whose client impersonates `user` (`as: <user>`): the cluster counts its
+    /// requests under that name ([`Counters::by_client`]), so several processes running one
+    /// binary can be told apart. `user` is written as a YAML double-quoted string.
+    pub fn kubeconfig_yaml_as(&self, user: &str) -> String {
+        let quoted = serde_json::to_string(user).unwrap_or_else(|_| "\"\"".to_owned());
+        self.kubeconfig_yaml_with_user(&format!("{{as: {quoted}}}"))
+    }
+
+    fn kubeconfig_yaml_with_user(&self, user: &str) -> String {
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: kinfer-testkit\n  cluster:\n    server: {}\ncontexts:\n- name: kinfer-testkit\n  context:\n    cluster: kinfer-testkit\n    user: kinfer-testkit\n    namespace: default\ncurrent-context: kinfer-testkit\nusers:\n- name: kinfer-testkit\n  user: {{}}\npreferences: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kinfer-testkit\n  cluster:\n    server: {}\ncontexts:\n- name: kinfer-testkit\n  context:\n    cluster: kinfer-testkit\n    user: kinfer-testkit\n    namespace: default\ncurrent-context: kinfer-testkit\nusers:\n- name: kinfer-testkit\n  user: {user}\npreferences: {{}}\n",
             self.url()
         )
     }

@@ -8,7 +8,12 @@
 //! [`Fault::percent`] fires on that share of its matching requests, decided by a seeded
 //! pseudo-random sequence ([`Faults::seed`]; the same seed gives the same sequence of
 //! decisions), and a rule that does not fire neither consumes budget nor hides later rules.
-//! Counters count every request (served or faulted) by verb, resource and response code.
+//! Counters count every request (served or faulted) by verb, resource and response code, and
+//! again per client ([`Counters::by_client`]): the user a request impersonates
+//! (`Impersonate-User`, which a kubeconfig sets with `as:`), else its `User-Agent`, so a test
+//! running several processes with one binary can tell their requests apart. Every 409 answer
+//! is also kept, with its client, object and message ([`Counters::conflicts`]; the latest
+//! [`CONFLICT_LOG`] of them), so a benchmark can say who conflicted with whom.
 //!
 //! Injected watch answers are shaped like the real server's: a 410 on a watch is an `ERROR`
 //! event carrying an `Expired` Status in a 200 stream (see [`crate::watch::expired`]), and a
@@ -240,9 +245,45 @@ impl Faults {
 /// (verb, resource, code).
 pub type CountKey = (String, String, u16);
 
+/// How many 409 answers [`Counters::conflicts`] keeps (the latest).
+pub const CONFLICT_LOG: usize = 256;
+
+/// One 409 answer: who asked, for what, and the server's message (for a server-side apply
+/// conflict it names the fields and the managers that own them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The client ([`Counters::by_client`]).
+    pub client: String,
+    /// The verb.
+    pub verb: String,
+    /// Plural resource, with `/<subresource>`.
+    pub resource: String,
+    /// `namespace/name` (or `name`) of the object, when the request named one.
+    pub object: String,
+    /// The answer's message.
+    pub message: String,
+}
+
+#[derive(Debug, Default)]
+struct PerClient {
+    counts: BTreeMap<String, BTreeMap<CountKey, u64>>,
+    conflicts: std::collections::VecDeque<Conflict>,
+}
+
 /// Request counters, and stored mutations per resource.
 #[derive(Debug, Default)]
-pub struct Counters(Mutex<BTreeMap<CountKey, u64>>, Mutex<BTreeMap<String, u64>>);
+pub struct Counters(
+    Mutex<BTreeMap<CountKey, u64>>,
+    Mutex<BTreeMap<String, u64>>,
+    Mutex<PerClient>,
+);
+
+fn is_write(verb: &str) -> bool {
+    matches!(
+        verb,
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    )
+}
 
 impl Counters {
     /// Count one request.
@@ -253,6 +294,75 @@ impl Counters {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *m.entry((verb.to_owned(), resource.to_owned(), code))
             .or_default() += 1;
+    }
+
+    /// Count one request of `client` (also in the totals); a 409 is logged with `object` and
+    /// `message`.
+    pub fn record_client(
+        &self,
+        client: &str,
+        verb: &str,
+        resource: &str,
+        code: u16,
+        object: Option<&str>,
+        message: Option<&str>,
+    ) {
+        self.record(verb, resource, code);
+        let mut m = self
+            .2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *m.counts
+            .entry(client.to_owned())
+            .or_default()
+            .entry((verb.to_owned(), resource.to_owned(), code))
+            .or_default() += 1;
+        if code == 409 {
+            if m.conflicts.len() == CONFLICT_LOG {
+                m.conflicts.pop_front();
+            }
+            m.conflicts.push_back(Conflict {
+                client: client.to_owned(),
+                verb: verb.to_owned(),
+                resource: resource.to_owned(),
+                object: object.unwrap_or_default().to_owned(),
+                message: message.unwrap_or_default().to_owned(),
+            });
+        }
+    }
+
+    /// Every count per client (see the module contract).
+    pub fn by_client(&self) -> BTreeMap<String, BTreeMap<CountKey, u64>> {
+        self.2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .counts
+            .clone()
+    }
+
+    /// Writes with a 2xx answer sent by `client`.
+    pub fn client_writes(&self, client: &str) -> u64 {
+        self.2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .counts
+            .get(client)
+            .into_iter()
+            .flatten()
+            .filter(|((v, _, c), _)| is_write(v) && (200..300).contains(c))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The latest [`CONFLICT_LOG`] 409 answers, oldest first.
+    pub fn conflicts(&self) -> Vec<Conflict> {
+        self.2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .conflicts
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// Every count.
@@ -272,16 +382,20 @@ impl Counters {
             .sum()
     }
 
+    /// Requests answered with `code` (any verb and resource), e.g. the 409s of a run.
+    pub fn answered(&self, code: u16) -> u64 {
+        self.snapshot()
+            .iter()
+            .filter(|((_, _, c), _)| *c == code)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Writes (create, update, patch, delete, deletecollection) with a 2xx answer.
     pub fn writes(&self) -> u64 {
         self.snapshot()
             .iter()
-            .filter(|((v, _, c), _)| {
-                matches!(
-                    v.as_str(),
-                    "create" | "update" | "patch" | "delete" | "deletecollection"
-                ) && (200..300).contains(c)
-            })
+            .filter(|((v, _, c), _)| is_write(v) && (200..300).contains(c))
             .map(|(_, n)| n)
             .sum()
     }
@@ -318,5 +432,9 @@ impl Counters {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
+        *self
+            .2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = PerClient::default();
     }
 }

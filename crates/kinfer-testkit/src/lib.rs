@@ -66,7 +66,8 @@
 //!   defaults, validation (see [`schema`]); 422 `Invalid` with `details.causes[].field`.
 //! - Fault injection per verb × resource (× name, × later LIST pages): status codes (429 with
 //!   `Retry-After`), latency, watch cuts, 410 Gone on watches (an `ERROR` event) and on `continue`
-//!   tokens, each on every matching request or on a seeded percentage of them; request counters
+//!   tokens, each on every matching request or on a seeded percentage of them; request counters,
+//!   also per client (impersonated user or user agent) with a log of 409 answers
 //!   ([`faults`]).
 //! - An opt-in workload simulator ([`simulator`]).
 //! - Entry points: [`TestCluster`] (random loopback port, `client()`, `kubeconfig()`,
@@ -143,6 +144,6 @@ pub use cluster::{
     serve_until, test_client,
 };
 pub use error::{ApiError, Error};
-pub use faults::{Counters, Fault, RequestInfo};
+pub use faults::{CONFLICT_LOG, Conflict, Counters, Fault, RequestInfo};
 pub use simulator::{JobOutcome, Simulator};
 pub use state::Options;

@@ -214,9 +214,13 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let q = query_map(req.uri().query());
     let method = req.method().clone();
+    // Every answer below is counted for this client too, so per-client totals add up.
+    let client = client_of(req.headers());
     let target = match route(&state, &path) {
         Route::Doc(v) => {
-            state.counters.record("discovery", &path, 200);
+            state
+                .counters
+                .record_client(&client, "discovery", &path, 200, None, None);
             return json_response(200, &v);
         }
         Route::NotFound if matches!(path.as_str(), "/healthz" | "/readyz" | "/livez") => {
@@ -225,7 +229,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         // An empty OpenAPI v2 document (the protobuf encoding of an empty message): clients
         // that validate against it find no schema and leave validation to the server.
         Route::NotFound if path == "/openapi/v2" => {
-            state.counters.record("discovery", &path, 200);
+            state
+                .counters
+                .record_client(&client, "discovery", &path, 200, None, None);
             return full(
                 200,
                 "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
@@ -233,8 +239,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             );
         }
         Route::NotFound => {
-            state.counters.record("unknown", &path, 404);
-            return error_response(&no_such_resource());
+            let e = no_such_resource();
+            state
+                .counters
+                .record_client(&client, "unknown", &path, 404, None, Some(&e.message));
+            return error_response(&e);
         }
         Route::Resource(t) => t,
     };
@@ -249,13 +258,24 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         name: target.name.as_deref(),
         continued: q.get("continue").is_some_and(|c| !c.is_empty()),
     };
+    let object = target.name.as_deref().map(|n| match &target.namespace {
+        Some(ns) => format!("{ns}/{n}"),
+        None => n.to_owned(),
+    });
     let mut cut_after = None;
     if let Some(fault) = state.faults.take(&request) {
         if let Some(l) = fault.latency {
             tokio::time::sleep(l).await;
         }
         if let Some(code) = fault.status {
-            state.counters.record(verb, &resource, code);
+            state.counters.record_client(
+                &client,
+                verb,
+                &resource,
+                code,
+                object.as_deref(),
+                Some("injected fault"),
+            );
             // The real server reports an expired watch inside a 200 stream, not as its status.
             if verb == "watch" && code == 410 {
                 return watch_response(watch::expired("injected fault: 410"), None);
@@ -278,7 +298,18 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         .to_owned();
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return error_response(&ApiError::bad_request(format!("reading the body: {e}"))),
+        Err(e) => {
+            let e = ApiError::bad_request(format!("reading the body: {e}"));
+            state.counters.record_client(
+                &client,
+                verb,
+                &resource,
+                e.code,
+                object.as_deref(),
+                Some(&e.message),
+            );
+            return error_response(&e);
+        }
     };
     // A bug must not take the connection (or the store lock) down with it: answer 500.
     let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -291,16 +322,41 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             "an error on the server has prevented the request from succeeding",
         ))
     });
+    let mut message = None;
     let resp = match answer {
         Ok(Answer::Json(code, v)) => json_response(code, &v),
         Ok(Answer::Text(t)) => full(200, "text/plain", t),
         Ok(Answer::Watch(rx)) => watch_response(rx, cut_after),
-        Err(e) => error_response(&e),
+        Err(e) => {
+            let r = error_response(&e);
+            message = Some(e.message);
+            r
+        }
     };
-    state
-        .counters
-        .record(verb, &resource, resp.status().as_u16());
+    state.counters.record_client(
+        &client,
+        verb,
+        &resource,
+        resp.status().as_u16(),
+        object.as_deref(),
+        message.as_deref(),
+    );
     resp
+}
+
+/// Who sent a request, for the per-client counters: the impersonated user (a kubeconfig's
+/// `as:`), else the `User-Agent`, else `unknown`.
+fn client_of(headers: &hyper::HeaderMap) -> String {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    header("impersonate-user")
+        .or_else(|| header("user-agent"))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// A 200 watch stream of the chunks `rx` yields; with `cut_after`, the stream ends then (an

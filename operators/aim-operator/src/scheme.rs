@@ -7,18 +7,21 @@
 use kinfer_api::phase::Phase;
 use kinfer_state::{LabelScheme, OverallStatus};
 
+/// The AIM label keys (upstream's spelling): defined once in kinfer-api.
+pub use kinfer_api::labels::aim as labels;
+
 /// The AIM label domain.
-pub const DOMAIN: &str = kinfer_api::aim::GROUP;
+pub const DOMAIN: &str = labels::DOMAIN;
 /// `aim.eai.amd.com/model`: the model a generated template belongs to.
-pub const MODEL_LABEL: &str = "aim.eai.amd.com/model";
+pub const MODEL_LABEL: &str = labels::MODEL;
 /// `aim.eai.amd.com/origin`: `auto-generated` for objects the operator creates.
-pub const ORIGIN_LABEL: &str = "aim.eai.amd.com/origin";
+pub const ORIGIN_LABEL: &str = labels::ORIGIN;
 /// The value of [`ORIGIN_LABEL`] on generated objects.
-pub const AUTO_GENERATED: &str = "auto-generated";
+pub const AUTO_GENERATED: &str = labels::ORIGIN_AUTO_GENERATED;
 /// `aim.eai.amd.com/template.alias`: a custom template's declared name.
-pub const ALIAS_LABEL: &str = "aim.eai.amd.com/template.alias";
+pub const ALIAS_LABEL: &str = labels::TEMPLATE_ALIAS;
 /// `aim.eai.amd.com/model-source`: the AIMClusterModelSource a catalog model came from.
-pub const MODEL_SOURCE_LABEL: &str = "aim.eai.amd.com/model-source";
+pub const MODEL_SOURCE_LABEL: &str = labels::MODEL_SOURCE;
 
 /// Controller short names (`aim.eai.amd.com/<name>.name`, `aim-<name>-controller`).
 pub mod controller {
@@ -74,4 +77,13 @@ pub fn phase(status: OverallStatus) -> Phase {
 pub fn label_value(name: &str) -> String {
     kinfer_builders::naming::aim::aim_label_value(name)
         .unwrap_or_else(|| kinfer_state::labels::label_value(name))
+}
+
+/// The UID of the controller owner reference of `meta`, if any (who manages an object).
+pub fn controller_uid(meta: &kube::api::ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.as_str())
 }

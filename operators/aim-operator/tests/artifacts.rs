@@ -246,26 +246,15 @@ async fn download_failures_are_classified() {
         "{claims:#?}"
     );
 
-    // A stalled transfer is infrastructure: Degraded (after the flap grace period), retried.
+    // A stalled transfer is infrastructure, retried on the artifact's own schedule: Degraded
+    // at once (the failure is reported as the component's state while the retry waits, so
+    // the engine requeues at the retry time, not on its error backoff).
     let api = artifact(
         &env,
         "stall",
         json!({"sourceUri": "hf://org/stall", "size": "1Gi"}),
     )
     .await;
-    let stalled = |a: &AIMArtifact| {
-        a.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "DependenciesReachable" && c.status == "False")
-        })
-    };
-    wait(&api, "stall", "infrastructure error seen", stalled).await;
-    env.clock.advance(Duration::from_mins(1));
-    let touch = json!({"metadata": {"annotations": {"test/touch": "1"}}});
-    api.patch("stall", &PatchParams::default(), &Patch::Merge(&touch))
-        .await
-        .unwrap();
     let a = wait(&api, "stall", "Degraded", |a: &AIMArtifact| {
         a.status
             .as_ref()
@@ -364,6 +353,77 @@ async fn a_permanent_failure_is_not_retried_when_its_job_expires() {
     let old = jobs.get(&job).await.unwrap().uid();
     expire(&job).await;
     wait(&jobs, &job, "retried", |j: &Job| j.uid() != old).await;
+}
+
+/// A retryable failure is run again on the bounded schedule of `artifact::retry` (30 s after a
+/// quick failure), not after the failed Job's 600 s TTL; until then nothing is deleted.
+#[tokio::test]
+async fn a_retryable_failure_runs_again_after_the_retry_delay_not_the_ttl() {
+    use aim_operator::artifact::{ArtifactPipeline, retry};
+
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(logs(FAILURES));
+    env.cluster
+        .simulator()
+        .job_outcome("stall-download", JobOutcome::Fail);
+    let api = artifact(
+        &env,
+        "stall",
+        json!({"sourceUri": "hf://org/stall", "size": "1Gi"}),
+    )
+    .await;
+    let timed_out = |a: &AIMArtifact| {
+        a.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "DownloadJobReady" && c.reason == "DownloadTimeout")
+        })
+    };
+    wait(&api, "stall", "timed out", timed_out).await;
+    let uid = api.get("stall").await.unwrap().uid().unwrap();
+    let job = names::artifact_child_name("stall", &uid, "download")
+        .unwrap()
+        .to_string();
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    let first = jobs.get(&job).await.unwrap();
+    let failed_at = retry::failed_at(&first).expect("the Job's failure time");
+    let once = async || {
+        let live = api.get("stall").await.unwrap();
+        env.reconcile_once(
+            ArtifactPipeline::new(Arc::clone(&env.ctx)),
+            aim_operator::artifact::CONTROLLER,
+            &live,
+        )
+        .await
+    };
+
+    // Before the delay: the failed Job stays, the failure stays reported, and the reconcile
+    // asks to run again exactly when the delay has passed (not on the engine's error backoff).
+    let now = failed_at + Duration::from_secs(10);
+    env.clock.set(now);
+    let since = retry::waiting_since(&api.get("stall").await.unwrap(), "DownloadJob");
+    let retry::Retry::After(due_in) = retry::retry(Some(failed_at), since, now) else {
+        panic!("a retry 10 s after the failure is not due yet");
+    };
+    let r = once().await;
+    assert_eq!(r.deleted, 0, "{r:?}");
+    assert_eq!(
+        r.action,
+        kube::runtime::controller::Action::requeue(due_in),
+        "requeued for the retry time: {r:?}"
+    );
+    assert!(due_in <= retry::MIN_DELAY, "{due_in:?}");
+    assert_eq!(jobs.get(&job).await.unwrap().uid(), first.uid());
+    assert!(timed_out(&api.get("stall").await.unwrap()));
+
+    // Once it has passed (well before the TTL): deleted and run again.
+    env.clock.set(failed_at + retry::MIN_DELAY);
+    let r = once().await;
+    assert!(
+        r.deleted == 1 || jobs.get_opt(&job).await.unwrap().map(|j| j.uid()) != Some(first.uid()),
+        "the failed Job is deleted once the delay passed: {r:?}"
+    );
+    wait(&jobs, &job, "run again", |j: &Job| j.uid() != first.uid()).await;
 }
 
 #[tokio::test]

@@ -7,11 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aim_operator::scheme::controller;
-use aim_operator::template::fetch::ModelRef;
 use aim_operator::template::{TemplatePipeline, discovery_job_name};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
 use kinfer_api::aim::{AIMModel, AIMServiceTemplate};
 use kinfer_api::phase::Phase;
 use kinfer_testkit::JobOutcome;
@@ -205,16 +203,7 @@ async fn at_most_ten_discovery_jobs_run_cluster_wide() {
     model(&env).await;
     let models: Api<AIMModel> = Api::namespaced(env.client.clone(), NS);
     let m = models.get("m").await.unwrap();
-    let model_ref = ModelRef {
-        reference: ResolvedReference {
-            kind: Some("AIMModel".into()),
-            name: Some("m".into()),
-            namespace: Some(NS.into()),
-            scope: Some(ResolutionScope::Namespace),
-            uid: m.metadata.uid.clone(),
-        },
-        spec: m.spec.clone(),
-    };
+    let model_ref = model_ref(&m);
     let names: Vec<String> = (0..25).map(|i| format!("t-{i:02}")).collect();
     let mut jobs = Vec::new();
     for name in &names {
@@ -275,19 +264,6 @@ async fn at_most_ten_discovery_jobs_run_cluster_wide() {
             |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
         )
         .await;
-    }
-}
-
-fn model_ref(m: &AIMModel) -> ModelRef {
-    ModelRef {
-        reference: ResolvedReference {
-            kind: Some("AIMModel".into()),
-            name: Some("m".into()),
-            namespace: Some(NS.into()),
-            scope: Some(ResolutionScope::Namespace),
-            uid: m.metadata.uid.clone(),
-        },
-        spec: m.spec.clone(),
     }
 }
 
@@ -549,4 +525,37 @@ async fn a_transient_model_error_keeps_the_profile() {
     let after = templates.get("t").await.unwrap().status.unwrap();
     assert_eq!(after.profile, before.profile);
     assert_eq!(after.discovery, before.discovery, "not discovered again");
+}
+
+/// A reconcile of a stale cached copy (taken before discovery finished) keeps the profile the
+/// live template already has: compose reads the status fetch re-read, not the stale one
+/// (which once wrote the profile away and made the template discover again).
+#[tokio::test]
+async fn a_stale_copy_does_not_undo_a_finished_discovery() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    model(&env).await;
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    let stale = apply_json(&templates, template_json("stale")).await;
+    assert!(stale.status.is_none(), "taken before any reconcile");
+    let ready = wait(&templates, "stale", "Ready", |t: &AIMServiceTemplate| {
+        t.status
+            .as_ref()
+            .is_some_and(|s| s.status == Phase::Ready && s.profile.is_some())
+    })
+    .await;
+    env.reconcile_once(
+        TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+        controller::TEMPLATE,
+        &stale,
+    )
+    .await;
+    let live = templates.get("stale").await.unwrap();
+    let st = live.status.as_ref().unwrap();
+    assert_eq!(st.status, Phase::Ready);
+    assert_eq!(st.profile, ready.status.as_ref().unwrap().profile);
+    assert_eq!(
+        st.model_sources,
+        ready.status.as_ref().unwrap().model_sources
+    );
 }

@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use kinfer_api::aim::{AIMArtifact, AIMService, AIMServiceState, AIMTemplateCache};
 use kinfer_api::phase::Phase;
 use kinfer_builders::naming::aim as names;
@@ -21,17 +19,7 @@ async fn upstream_template_cache_sample_reaches_ready() {
         return;
     };
     let env = start().await;
-    // The sample's template: inline sources, so no discovery is needed.
-    let templates: Api<kinfer_api::aim::AIMServiceTemplate> =
-        Api::namespaced(env.client.clone(), NS);
-    apply_json(
-        &templates,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
-               "metadata": {"name": "happy-path-namespace", "namespace": NS},
-               "spec": {"modelName": "m",
-                        "modelSources": [{"modelId": "org/happy", "sourceUri": "hf://org/happy", "size": "1Gi"}]}}),
-    )
-    .await;
+    happy_path_template(&env, "m").await;
     let mut sample = kinfer_crdcheck::load_yaml_documents(
         &shared.join("reference/aim/samples/aim-engine_10_aimtemplatecache.yaml"),
     )
@@ -73,9 +61,11 @@ async fn upstream_template_cache_sample_reaches_ready() {
     );
     assert_eq!(art.spec.model_id.as_deref(), Some("org/happy"));
     assert_eq!(
-        art.labels()["aim.eai.amd.com/template-cache"],
-        "happy-path-namespace"
+        art.labels()["aim.eai.amd.com/template-cache.name"],
+        "happy-path-namespace",
+        "upstream's creator label"
     );
+    assert_eq!(art.labels()["template-created"], "true");
     valid_upstream(
         "aim.eai.amd.com_aimtemplatecaches.yaml",
         &serde_json::to_value(&cache).unwrap(),
@@ -89,19 +79,6 @@ async fn upstream_template_cache_sample_reaches_ready() {
         .unwrap();
     wait_gone(&caches, "happy-path-namespace").await;
     assert!(artifacts.get_opt(&entry.name).await.unwrap().is_some());
-}
-
-/// Discovery answers with its profile, size checks with 500 MB, downloads log nothing.
-fn sample_hook() -> kinfer_testkit::simulator::LogHook {
-    let discovery = discovery_hook();
-    Arc::new(move |ns: &str, name: &str, pod: &serde_json::Value| {
-        if pod["spec"]["containers"][0]["name"] == "check-size" {
-            let uri = pod["spec"]["containers"][0]["command"][1].clone();
-            Some(json!({"url": uri, "sizeBytes": 500_000_000}).to_string())
-        } else {
-            discovery(ns, name, pod)
-        }
-    })
 }
 
 #[tokio::test]

@@ -449,9 +449,7 @@ async fn a_template_rediscovering_keeps_serving_up() {
     use aim_operator::scheme::controller;
     use aim_operator::service::ServicePipeline;
     use aim_operator::template::discovery_job_name;
-    use aim_operator::template::fetch::ModelRef;
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-    use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
     use kinfer_api::phase::Phase;
     use kube::api::{Patch, PatchParams};
 
@@ -505,16 +503,7 @@ async fn a_template_rediscovering_keeps_serving_up() {
         .get("m")
         .await
         .unwrap();
-    let model_ref = ModelRef {
-        reference: ResolvedReference {
-            kind: Some("AIMModel".into()),
-            name: Some("m".into()),
-            namespace: Some(NS.into()),
-            scope: Some(ResolutionScope::Namespace),
-            uid: m.metadata.uid.clone(),
-        },
-        spec: m.spec.clone(),
-    };
+    let model_ref = model_ref(&m);
     let mut spec = t.spec.common.clone();
     spec.profile_id = Some("flap".into());
     let job = discovery_job_name(

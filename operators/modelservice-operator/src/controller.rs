@@ -4,52 +4,73 @@
 //! Contract:
 //! - [`run`] runs one controller per watched namespace ([`kinfer_operator::Controllers`]) over
 //!   `DeserializeGuard<ModelService>`, owning every namespaced kind a ModelService creates
-//!   whose CRD is installed (Deployments, Services, ConfigMaps, ServiceAccounts, Roles,
-//!   RoleBindings, InferencePools, HTTPRoutes, DestinationRules, PodMonitors,
-//!   ServiceMonitors), each watched only through the `kinfer.dev/managed-by` label, so drift
-//!   on any of them is repaired. The Endpoint Picker's token Secret is deliberately not
-//!   watched (so the operator needs no cluster-wide list/watch of Secrets): the engine reads
-//!   it by name on every reconcile and the plan rechecks it periodically
+//!   whose CRD is installed ([`crate::reconciler::child_kinds`]: Deployments, Services,
+//!   ConfigMaps, ServiceAccounts, Roles, RoleBindings, InferencePools, HTTPRoutes,
+//!   DestinationRules, PodMonitors, ServiceMonitors), each watched only through the
+//!   `kinfer.dev/managed-by` label, so drift on any of them is repaired. Each of those watches
+//!   also feeds the engine's [`OwnerIndex`] ([`kinfer_state::child_watch`], `managedFields` cut
+//!   to this operator's apply entries), so a reconcile reads its children from memory instead
+//!   of a LIST per kind (a kind whose watch has not listed yet is LISTed as before), and
+//!   records each event as a trigger of its owner ([`Scope::trigger_owners`], the queue-wait
+//!   metric); the watch plumbing (short trigger backoff after watch errors, per-watch backoff)
+//!   is [`kinfer_operator::Controllers`]'s. The Endpoint Picker's token Secret is deliberately
+//!   not watched (so the operator needs no cluster-wide list/watch of Secrets): the engine
+//!   reads it by name on every reconcile and the plan rechecks it periodically
 //!   ([`crate::reconciler::plan`]).
 //! - The metrics-auth ClusterRoles and ClusterRoleBindings are watched cluster-wide but only
 //!   those carrying this operator's marker and a parent label ([`parent_of`]); a change or
-//!   deletion reconciles the ModelService they name, which re-applies them.
+//!   deletion reconciles the ModelService they name, which re-applies them. The bindings'
+//!   watch also feeds the pipeline's [`ClusterBindings`], so fetch reads a ModelService's
+//!   binding from memory ([`crate::reconciler::fetch`]).
 //! - When the optional CRDs change ([`crate::optional_crds`]), the controllers stop gracefully
 //!   and start again with a new pipeline and engine for the new set of owned kinds
 //!   ([`kinfer_operator::restart_on_change`]).
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use futures::TryStreamExt;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kinfer_api::modelservice::ModelService;
 use kinfer_builders::labels::parent_ref;
 use kinfer_operator::controller::{GuardedController, Scope};
 use kinfer_operator::optional_crds::InstalledCrds;
 use kinfer_operator::{ControllerOptions, Controllers, restart_on_change};
+use kinfer_state::child_watch::child_watch;
 use kinfer_state::metrics::Metrics;
-use kinfer_state::{Engine, EngineConfig};
+use kinfer_state::{Engine, EngineConfig, OwnerIndex};
 use kube::core::{DeserializeGuard, ObjectMeta};
 use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use tokio::sync::watch;
 
+use crate::cluster_bindings::ClusterBindings;
 use crate::optional_crds::OptionalCrds;
-use crate::reconciler::{ModelServicePipeline, label_scheme};
+use crate::reconciler::{MANAGER, ModelServicePipeline, child_kinds, label_scheme};
 
-/// The engine for `pipeline`.
+/// The engine for `pipeline`, reading children from an [`OwnerIndex`] of its own (fed when
+/// its [`Engine::owner_index`] is given to [`wire`]; until then it LISTs).
 pub fn engine(
     client: Client,
     pipeline: ModelServicePipeline,
     metrics: Metrics,
 ) -> Arc<Engine<ModelServicePipeline>> {
-    Arc::new(Engine::new(
-        pipeline,
-        client,
-        EngineConfig::new(label_scheme()),
-        metrics,
-    ))
+    engine_reading(client, pipeline, metrics, Arc::new(OwnerIndex::new()))
+}
+
+/// The engine for `pipeline`, reading children from `index`. [`run`] builds the index first
+/// and hands the same one to [`wire`], so an engine reading an index nobody feeds (a LIST per
+/// reconcile, silently) cannot be wired.
+fn engine_reading(
+    client: Client,
+    pipeline: ModelServicePipeline,
+    metrics: Metrics,
+    index: Arc<OwnerIndex>,
+) -> Arc<Engine<ModelServicePipeline>> {
+    Arc::new(
+        Engine::new(pipeline, client, EngineConfig::new(label_scheme()), metrics)
+            .with_owner_index(index),
+    )
 }
 
 /// The ModelService a cluster-scoped object names in its parent labels, if it is in the
@@ -65,43 +86,43 @@ pub fn parent_of(
     Some(ObjectRef::new(&name).within(&ns))
 }
 
-/// Adds the watches of a controller for the optional CRDs `crds`; see the module contract.
+/// Adds the watches of a controller for the optional CRDs `crds`, the owned kinds feeding
+/// `index` and the ClusterRoleBindings feeding `bindings`; see the module contract.
 pub fn wire(
-    c: GuardedController<ModelService>,
+    mut c: GuardedController<ModelService>,
     scope: &Scope<'_>,
     crds: OptionalCrds,
+    index: &Arc<OwnerIndex>,
+    bindings: &Arc<ClusterBindings>,
 ) -> GuardedController<ModelService> {
-    let mut c = scope.owns::<Deployment, _>(c);
-    c = scope.owns::<Service, _>(c);
-    c = scope.owns::<ConfigMap, _>(c);
-    c = scope.owns::<ServiceAccount, _>(c);
-    c = scope.owns::<Role, _>(c);
-    c = scope.owns::<RoleBinding, _>(c);
-    if crds.inference_pool {
-        c = scope.owns::<kinfer_api::inference_pool::InferencePool, _>(c);
-    }
-    if crds.gateway_api {
-        c = scope.owns::<gateway_api::httproutes::HttpRoute, _>(c);
-    }
-    if crds.istio {
-        c = scope.owns::<kinfer_api::istio::DestinationRule, _>(c);
-    }
-    if crds.monitoring {
-        c = scope.owns::<kinfer_api::monitoring::PodMonitor, _>(c);
-        c = scope.owns::<kinfer_api::monitoring::ServiceMonitor, _>(c);
+    for kind in child_kinds(crds) {
+        let events = child_watch(
+            scope.client(),
+            &kind,
+            scope.namespace(),
+            scope.marked(),
+            Arc::clone(index),
+            MANAGER,
+        );
+        c = c.owns_stream_with(scope.trigger_owners(events), kind.resource.clone());
     }
     let ns = scope.namespace().map(str::to_owned);
     let ns2 = ns.clone();
+    let ns3 = ns.clone();
+    let view = Arc::clone(bindings);
+    let binding_events = watcher(
+        Api::<ClusterRoleBinding>::all(scope.client().clone()),
+        scope.marked(),
+    )
+    .default_backoff()
+    .inspect_ok(move |event| view.observe(ns2.as_deref(), event))
+    .touched_objects();
     c.watches(
         Api::<ClusterRole>::all(scope.client().clone()),
         scope.marked(),
         move |o| parent_of(o.meta(), ns.as_deref()),
     )
-    .watches(
-        Api::<ClusterRoleBinding>::all(scope.client().clone()),
-        scope.marked(),
-        move |o| parent_of(o.meta(), ns2.as_deref()),
-    )
+    .watches_stream(binding_events, move |o| parent_of(o.meta(), ns3.as_deref()))
 }
 
 /// Runs the controllers until `shutdown` turns true, restarting them (with a new engine for the
@@ -130,11 +151,24 @@ pub async fn run(
         OptionalCrds::from_installed,
         shutdown,
         |current, stop| {
-            let engine = engine(client.clone(), pipeline.with_crds(current), metrics.clone());
+            let bindings = Arc::new(ClusterBindings::new());
+            let index = Arc::new(OwnerIndex::new());
+            let engine = engine_reading(
+                client.clone(),
+                pipeline
+                    .with_crds(current)
+                    .with_bindings(Arc::clone(&bindings)),
+                metrics.clone(),
+                Arc::clone(&index),
+            );
             let controllers = controllers.clone();
             async move {
                 controllers
-                    .run(engine, move |c, scope| wire(c, scope, current), stop)
+                    .run(
+                        engine,
+                        move |c, scope| wire(c, scope, current, &index, &bindings),
+                        stop,
+                    )
                     .await;
             }
         },

@@ -87,6 +87,7 @@ pub async fn run(
     let options = ControllerOptions {
         namespaces: common.watch_namespaces.clone(),
         concurrency: common.concurrency,
+        debounce: std::time::Duration::from_millis(common.debounce_ms),
         routes: true,
     };
     let crds = optional.subscribe();

@@ -14,7 +14,10 @@
 //!   [`kinfer_operator::Controllers`]) over `DeserializeGuard<ZerfooInferenceService>` (a
 //!   malformed object cannot wedge it), owning the pipeline's child kinds (Deployments,
 //!   Services, HPAs and, when served, HTTPRoutes), each watched only through the
-//!   `managed-by` marker label; at most `concurrency` reconciles at once per controller;
+//!   `managed-by` marker label; every child event is recorded as a trigger of its owner
+//!   ([`Scope::trigger_owners`], the queue-wait metric); the watch plumbing (short trigger
+//!   backoff after watch errors, per-watch backoff) is [`kinfer_operator::Controllers`]'s;
+//!   at most `concurrency` reconciles at once per controller;
 //!   stops gracefully (in-flight reconciles finish) when `shutdown` turns true.
 //! - [`run_following_crds`] is [`run`] for whether HTTPRoutes are served as a
 //!   [`CrdWatch`](kinfer_operator::CrdWatch) reports it: when the Gateway API CRD is installed
@@ -49,6 +52,9 @@ pub struct ControllerOptions {
     pub namespaces: Vec<String>,
     /// Reconciles running at once per controller.
     pub concurrency: u16,
+    /// Quiet time after a trigger before the reconcile
+    /// ([`kinfer_operator::ControllerOptions::debounce`]).
+    pub debounce: std::time::Duration,
     /// Whether to watch HTTPRoutes (see [`routes_served`]); the pipeline decides whether it
     /// manages them ([`ZerfooPipeline::with_routes`]).
     pub routes: bool,
@@ -59,6 +65,7 @@ impl Default for ControllerOptions {
         Self {
             namespaces: Vec::new(),
             concurrency: 4,
+            debounce: kinfer_operator::ControllerOptions::default().debounce,
             routes: true,
         }
     }
@@ -112,7 +119,7 @@ fn wire(
             Arc::clone(index),
             MANAGER,
         );
-        c = c.owns_stream_with(events, kind.resource.clone());
+        c = c.owns_stream_with(scope.trigger_owners(events), kind.resource.clone());
     }
     c
 }
@@ -137,6 +144,7 @@ pub async fn run(
         kinfer_operator::ControllerOptions {
             namespaces: options.namespaces,
             concurrency: options.concurrency,
+            debounce: options.debounce,
         },
     );
     controllers

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use gateway_api::httproutes::HttpRoute;
 use kinfer_api::zerfoo::ZerfooInferenceService;
 use kinfer_state::metrics::Metrics;
+use kinfer_state::{Engine, EngineConfig, OwnerIndex};
 use kinfer_testkit::TestCluster;
 use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -73,9 +74,28 @@ impl Zerfoo {
             ZerfooPipeline::new(OperatorConfig::default()),
             Metrics::new(),
         );
+        self.run_engine(engine);
+    }
+
+    /// Starts the controllers on an engine with `config` (a scaled backoff or grace, so a
+    /// schedule of minutes plays out in seconds), wired like [`controller::engine`]'s.
+    pub fn run_operator_with(&mut self, config: EngineConfig) {
+        let engine = Arc::new(
+            Engine::new(
+                ZerfooPipeline::new(OperatorConfig::default()),
+                self.client.clone(),
+                config,
+                Metrics::new(),
+            )
+            .with_owner_index(Arc::new(OwnerIndex::new())),
+        );
+        self.run_engine(engine);
+    }
+
+    fn run_engine(&mut self, engine: Arc<Engine<ZerfooPipeline>>) {
         let (tx, rx) = watch::channel(false);
         let task = tokio::spawn(controller::run(
-            Arc::clone(&engine),
+            engine,
             self.client.clone(),
             ControllerOptions {
                 namespaces: vec![NS.to_owned()],

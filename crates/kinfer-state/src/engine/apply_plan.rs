@@ -12,7 +12,8 @@
 //! - Apply order is by dependency, then (kind, group, namespace, name): Namespaces, then
 //!   ServiceAccounts, ConfigMaps and Secrets, then RBAC roles and bindings, then storage, then
 //!   Services, then everything else (workloads and custom resources). The first failed apply
-//!   stops the step.
+//!   stops the step; so does any answer carrying `Retry-After` (a read by name, a deletion):
+//!   the server asked for no further request before then.
 //! - Fields a planned object releases ([`crate::DesiredObject::release`]) are left out of the
 //!   body of an object that exists, and handed over first while our manager still owns them
 //!   ([`crate::handover`]; the hand-over apply counts as an apply).
@@ -30,6 +31,7 @@ use serde_json::Value;
 
 use super::Engine;
 use crate::apply::{self, ApplyError, ParentRef};
+use crate::category::Categorize;
 use crate::handover::{self, FieldPath};
 use crate::metrics::WriteVerb;
 use crate::pipeline::{ChildKind, Children, ObjectKey, Observation, Pipeline, PlanResult};
@@ -145,7 +147,11 @@ impl<P: Pipeline> Engine<P> {
                     }
                     Ok(found) => live = found,
                     Err(e) => {
+                        let wait = e.retry_after().is_some();
                         out.errors.push(e);
+                        if wait {
+                            return out;
+                        }
                         continue;
                     }
                 }
@@ -285,7 +291,14 @@ impl<P: Pipeline> Engine<P> {
                     self.handles.writes(WriteVerb::Delete, 1);
                 }
                 Ok(false) => {}
-                Err(e) => out.errors.push(e),
+                Err(e) => {
+                    let wait = e.retry_after().is_some();
+                    out.errors.push(e);
+                    if wait {
+                        // The server asked us to wait: no further request before the hold.
+                        return;
+                    }
+                }
             }
         }
     }

@@ -15,8 +15,28 @@
 //!   Forbidden), the finalizer is removed without (further) cleanup. Other finalize errors are
 //!   retried like any reconcile error.
 //! - Finalizer patches are JSON merge patches of the whole list carrying the object's
-//!   resourceVersion, so a concurrent change of the list fails (409, retried) instead of being
+//!   resourceVersion, so a concurrent change of the list fails (409) instead of being
 //!   overwritten.
+//! - **Outdated copies.** A finalizer patch that succeeds replaces the copy it was sent from;
+//!   the reconcile goes on with that copy (the list is the only field the patch changed), but
+//!   its children's watch events start the next reconcile before the object's own watch has
+//!   delivered the patched object, so the controller's cache still serves the old copy, which
+//!   lacks the finalizer. Patching again from it would be refused (409). The engine therefore
+//!   remembers the version the patch was sent from (and the one it produced,
+//!   [`super::memory`]); a reconcile of that same copy sends nothing and plans nothing: it
+//!   requeues for the rest of [`STALE_COPY_WAIT`], as the watch normally delivers the fresh
+//!   copy (a reconcile) well before. A copy still served after that bound is replaced by a GET
+//!   of the object, and the reconcile runs on what the server holds; so an object can never be
+//!   stranded on a cache that does not move. The same holds after a patch refused with 409
+//!   from a cached copy: the copy is outdated (someone else changed the object), so the
+//!   reconcile stops there without counting a failure in the backoff and waits the same way.
+//!   A 409 on a copy just read from the server is a real concurrent writer: an
+//!   infrastructure error, retried with backoff. The rule covers every finalizer patch:
+//!   adding, releasing, and removing on deletion (the copy a removal outdated is not finalized
+//!   again). The wait is measured on the engine's clock; a clock stepped back before the
+//!   record ends it (one GET) rather than prolonging it.
+
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams};
@@ -31,11 +51,100 @@ use crate::category::{CategorizedError, ErrorCategory, categorized_kube_error};
 use crate::metrics::WriteVerb;
 use crate::pipeline::{ObjectKey, Pipeline};
 
+/// Why releasing a finalizer no longer needed failed.
+pub(super) enum Release {
+    /// The pipeline's cleanup failed.
+    Cleanup(CategorizedError),
+    /// The patch failed.
+    Patch(ApplyError),
+}
+
+/// How long a reconcile waits for the watch to replace a copy our finalizer patch outdated
+/// before it reads the object itself (see the module contract). Watch delivery takes
+/// milliseconds; seconds mean the watch is down or far behind.
+pub const STALE_COPY_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether `e` is a finalizer patch refused because the copy it was sent from is outdated
+/// (409 `Conflict`; not `AlreadyExists`).
+pub(super) fn outdated_copy(e: &ApplyError) -> bool {
+    matches!(
+        e,
+        ApplyError::PatchFinalizers { source }
+            if matches!(&**source, kube::Error::Api(s) if s.code == 409 && s.reason != "AlreadyExists")
+    )
+}
+
+impl Report {
+    /// Not reconciled: the copy given is outdated ([`Report::stale`]).
+    pub(super) fn stale(action: Action) -> Self {
+        let mut report = Self::skipped(action);
+        report.stale = true;
+        report
+    }
+}
+
 impl<P: Pipeline> Engine<P> {
+    /// The copy of the object to reconcile instead of `obj` (`None`: `obj` itself), or the
+    /// report ending this reconcile: `obj` is a copy a finalizer patch outdated, known so for
+    /// less than [`STALE_COPY_WAIT`] (requeue for the rest), or the GET that replaces it after
+    /// that found nothing (or an object that does not deserialise: the watch delivers that to
+    /// [`Engine::reconcile_guarded`]) or failed. See the module contract.
+    pub(super) async fn current_copy(
+        &self,
+        obj: &P::Object,
+        key: &ObjectKey,
+    ) -> Result<Option<Box<P::Object>>, Report> {
+        let version = obj.meta().resource_version.as_deref();
+        let Some(known) = self.memory.outdated_for(key, version, self.clock.now()) else {
+            return Ok(None);
+        };
+        if let Some(rest) = STALE_COPY_WAIT.checked_sub(known).filter(|d| !d.is_zero()) {
+            tracing::debug!(
+                wait_s = rest.as_secs_f64(),
+                "copy outdated by a finalizer patch; waiting for the watch"
+            );
+            return Err(Report::stale(Action::requeue(rest)));
+        }
+        let resource = ApiResource::erase::<P::Object>(&());
+        let api = apply::parent_api(&self.client, &resource, obj.meta().namespace.as_deref());
+        tracing::info!(
+            "the watch has not replaced a copy a finalizer patch outdated; reading the object"
+        );
+        match api.get_opt(&key.name).await {
+            Ok(found) => {
+                let fresh = found.and_then(|o| {
+                    o.try_parse::<P::Object>()
+                        .map_err(
+                            |e| tracing::warn!(error = %e, "the object read does not deserialise"),
+                        )
+                        .ok()
+                });
+                let Some(fresh) = fresh else {
+                    return Err(Report::skipped(Action::await_change()));
+                };
+                self.memory
+                    .fresh(key, fresh.meta().resource_version.as_deref());
+                Ok(Some(Box::new(fresh)))
+            }
+            Err(e) => {
+                let e = categorized_kube_error(&e, Direction::Upstream);
+                let mut report = Report::skipped(Action::await_change());
+                report.skipped = false;
+                report.action =
+                    self.decide(key, std::slice::from_ref(&e), false, None, e.retry_after);
+                report.errors.push(e);
+                Err(report)
+            }
+        }
+    }
+
+    /// Patch the finalizer list of `obj`; remembers `obj`'s copy as outdated when the patch
+    /// succeeded, or was refused with 409 and `obj` came from a cache (not `reread`).
     async fn patch_finalizers(
         &self,
         obj: &P::Object,
         finalizers: Vec<String>,
+        reread: bool,
     ) -> Result<(), ApplyError> {
         let resource = ApiResource::erase::<P::Object>(&());
         let api = apply::parent_api(&self.client, &resource, obj.meta().namespace.as_deref());
@@ -45,23 +154,47 @@ impl<P: Pipeline> Engine<P> {
                 "resourceVersion": obj.meta().resource_version,
             }
         });
-        api.patch(
-            &obj.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map(|_| ())
-        .map_err(|source| ApplyError::PatchFinalizers {
-            source: Box::new(source),
-        })?;
-        self.handles.writes(WriteVerb::Finalizer, 1);
-        Ok(())
+        let key = Self::key_of(obj);
+        let version = obj.meta().resource_version.clone();
+        let result = api
+            .patch(
+                &obj.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|source| ApplyError::PatchFinalizers {
+                source: Box::new(source),
+            });
+        match result {
+            Ok(patched) => {
+                self.handles.writes(WriteVerb::Finalizer, 1);
+                if let Some(version) = version {
+                    let produced = patched.metadata.resource_version;
+                    self.memory
+                        .outdated(&key, version, produced, self.clock.now());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if !reread
+                    && outdated_copy(&e)
+                    && let Some(version) = version
+                {
+                    self.memory.outdated(&key, version, None, self.clock.now());
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Add the pipeline's finalizer when this object needs it and lacks it; returns the patches
     /// sent.
-    pub(super) async fn ensure_finalizer(&self, obj: &P::Object) -> Result<usize, ApplyError> {
+    pub(super) async fn ensure_finalizer(
+        &self,
+        obj: &P::Object,
+        reread: bool,
+    ) -> Result<usize, ApplyError> {
         let Some(name) = self.pipeline.finalizer() else {
             return Ok(0);
         };
@@ -70,16 +203,17 @@ impl<P: Pipeline> Engine<P> {
         }
         let mut list = obj.finalizers().to_vec();
         list.push(name);
-        self.patch_finalizers(obj, list).await?;
+        self.patch_finalizers(obj, list, reread).await?;
         Ok(1)
     }
 
     /// Release the finalizer of a live object that carries it but no longer needs it; returns
-    /// the patches sent.
+    /// the patches sent (an [`outdated_copy`] refusal as the [`ApplyError`]).
     pub(super) async fn release_finalizer(
         &self,
         obj: &P::Object,
-    ) -> Result<usize, CategorizedError> {
+        reread: bool,
+    ) -> Result<usize, Release> {
         let Some(name) = self.pipeline.finalizer() else {
             return Ok(0);
         };
@@ -90,7 +224,7 @@ impl<P: Pipeline> Engine<P> {
             Err(e) if e.category == ErrorCategory::Auth => {
                 tracing::warn!(error = %e.message, "cleanup forbidden; releasing the finalizer anyway");
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(Release::Cleanup(e)),
             Ok(()) => {}
         }
         let rest: Vec<String> = obj
@@ -99,9 +233,9 @@ impl<P: Pipeline> Engine<P> {
             .filter(|f| **f != name)
             .cloned()
             .collect();
-        self.patch_finalizers(obj, rest)
+        self.patch_finalizers(obj, rest, reread)
             .await
-            .map_err(|e| CategorizedError::from_error(&e))?;
+            .map_err(Release::Patch)?;
         tracing::info!("finalizer no longer needed; released");
         Ok(1)
     }
@@ -121,7 +255,7 @@ impl<P: Pipeline> Engine<P> {
     }
 
     /// Handle an object with a `deletionTimestamp`; see the module contract.
-    pub(super) async fn finalize(&self, obj: &P::Object, key: &ObjectKey) -> Report {
+    pub(super) async fn finalize(&self, obj: &P::Object, key: &ObjectKey, reread: bool) -> Report {
         let mut report = Report::skipped(Action::await_change());
         report.skipped = false;
         let Some(name) = self.pipeline.finalizer() else {
@@ -159,17 +293,26 @@ impl<P: Pipeline> Engine<P> {
                     .filter(|f| **f != name)
                     .cloned()
                     .collect();
-                match self.patch_finalizers(obj, rest).await {
+                match self.patch_finalizers(obj, rest, reread).await {
                     Ok(()) => {
                         report.finalizers_written = 1;
+                        // Nothing else of the object is needed but the outdated copy's
+                        // record (its delete event, or the controller, forgets that too).
                         self.forget(key);
+                        if let Some(version) = obj.meta().resource_version.clone() {
+                            self.memory.outdated(key, version, None, self.clock.now());
+                        }
+                    }
+                    Err(e) if !reread && outdated_copy(&e) => {
+                        return Report::stale(Action::requeue(STALE_COPY_WAIT));
                     }
                     Err(e) => report.errors.push(CategorizedError::from_error(&e)),
                 }
             }
             Err(e) => report.errors.push(e),
         }
-        report.action = self.decide(key, &report.errors, false, None);
+        let hold = report.errors.iter().filter_map(|e| e.retry_after).max();
+        report.action = self.decide(key, &report.errors, false, None, hold);
         report
     }
 }

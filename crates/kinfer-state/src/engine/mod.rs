@@ -8,6 +8,10 @@
 //!    terminating or may not be read) and the finalizer is removed once it succeeded
 //!    ([`finalize`]). Otherwise the pipeline's finalizer, if this object needs one, is added
 //!    first (nothing is applied while it is missing), or released if it is no longer needed.
+//!    A copy our own finalizer patch already replaced (the cache lagging behind the patch), or
+//!    one such a patch found outdated (409), is not reconciled: no request, no plan, a requeue
+//!    until the watch delivers the fresh copy, or a GET once it took too long
+//!    ([`finalize`]'s "Outdated copies"; [`Report::stale`]).
 //! 3. Children are listed by label (or served from a [`ChildStore`]); fetch and compose run.
 //! 4. Plan runs unless an **upstream** component has a user-fixable (Auth, InvalidSpec,
 //!    MissingUpstream) or infrastructure error, or the engine's own listing failed: what we
@@ -17,9 +21,17 @@
 //!    applied in dependency order ([`apply_plan`]), each only when it differs from the live
 //!    object on the fields we manage ([`crate::diff`]); then planned deletions and orphans.
 //! 5. Status is derived again with plan and apply errors, and patched only when a field we
-//!    write differs ([`status_write`]). Events are published for the transitions that matter
+//!    write differs ([`status_write`]) and no request of this reconcile was answered with
+//!    `Retry-After` (then the plan stops at that answer too, [`apply_plan`], and the status
+//!    waits for the reconcile after the hold). Events are published for the transitions that matter
 //!    ([`crate::events`]) after the status write.
 //! 6. Decision: infrastructure errors requeue with per-object backoff (honouring Retry-After);
+//!    an answer to one of the engine's own requests (finalizer, the read of an outdated copy,
+//!    listing, apply, status) carrying `Retry-After` also **holds** the object until it has
+//!    passed (at most the backoff cap, like the requeue: [`BackoffPolicy::honoured`]): a
+//!    reconcile starting earlier (a child's watch event, a spec edit) sends no request and
+//!    requeues for the rest of the hold ([`Report::held`]), so the server's ask is honoured
+//!    by every reconcile, not only by the requeue;
 //!    user-fixable errors wait for a change, or recheck on a slow timer when the object depends
 //!    on external state; success resets the backoff and requeues only if the plan asked.
 //!
@@ -27,15 +39,26 @@
 //! live objects). A new object costs its children, two status writes (the first pass observes
 //! no children yet, so it writes Progressing; the second observes them and writes Ready: the
 //! first pass cannot claim readiness it has not observed, and for workloads readiness needs a
-//! rollout anyway) and one event (`Ready` turning True). The engine never panics on object
-//! content: objects that do not deserialise are handled by [`Engine::reconcile_guarded`].
-//! Per-object memory is dropped with [`Engine::forget`] (on delete events) and
-//! [`Engine::sweep`].
+//! rollout anyway: a real transition, kept) and no event (reaching Ready without an error on
+//! the way is not one, [`crate::events`]). A planned child missing from the listing (or the
+//! cache) is read by name before it is applied, so a same-named object that is not ours is
+//! refused, not taken over (`NameTaken`); children in the cache are not read. The engine
+//! never panics on object content: objects that do not deserialise are handled by
+//! [`Engine::reconcile_guarded`]. Per-object memory is dropped with [`Engine::forget`] (on
+//! delete events, and after a reconcile whose object is gone meanwhile: `kinfer_operator`'s
+//! controllers do both), [`Engine::retain`] (after a re-list, for deletions the watch missed)
+//! and [`Engine::sweep`]. The
+//! controller wiring records trigger arrivals through [`Engine::triggers`] (the queue-wait
+//! metric).
 
 mod apply_plan;
 mod finalize;
 mod memory;
 mod status_write;
+mod triggers;
+
+pub use finalize::STALE_COPY_WAIT;
+pub use triggers::Triggers;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,6 +79,7 @@ use crate::metrics::{ControllerMetrics, Metrics, WriteVerb};
 use crate::pipeline::{ChildKind, ObjectKey, Pipeline};
 use crate::status::{DEFAULT_INFRA_GRACE, OverallStatus};
 use crate::store::{ChildStore, OwnerIndex};
+use finalize::Release;
 use memory::Memory;
 
 /// How an engine behaves.
@@ -114,8 +138,17 @@ pub struct Report {
     pub finalizers_written: usize,
     /// Errors seen (components, listing, plan, apply, status), each once.
     pub errors: Vec<CategorizedError>,
-    /// Skipped because paused or malformed.
+    /// Skipped because paused or malformed, held ([`Self::held`]) or outdated
+    /// ([`Self::stale`]).
     pub skipped: bool,
+    /// Skipped without a request because the object is held until a server's `Retry-After`
+    /// has passed; the action requeues for the rest of the hold.
+    pub held: bool,
+    /// Not reconciled because the copy given is outdated by a finalizer patch: ours succeeded
+    /// from it (the cache has not caught up yet), or was refused with 409 (someone else changed
+    /// the object). Nothing is planned, counted as a failure, nor sent after that; the action
+    /// requeues until the fresh copy is due (see [`finalize`]'s "Outdated copies").
+    pub stale: bool,
 }
 
 impl Report {
@@ -130,6 +163,8 @@ impl Report {
             finalizers_written: 0,
             errors: Vec::new(),
             skipped: true,
+            held: false,
+            stale: false,
         }
     }
 
@@ -156,7 +191,7 @@ pub struct Engine<P: Pipeline> {
     kinds: Vec<ChildKind>,
     store: Option<Arc<dyn ChildStore>>,
     index: Option<Arc<OwnerIndex>>,
-    memory: Memory,
+    memory: Arc<Memory>,
 }
 
 impl<P: Pipeline> std::fmt::Debug for Engine<P> {
@@ -190,7 +225,7 @@ impl<P: Pipeline> Engine<P> {
             kinds,
             store: None,
             index: None,
-            memory: Memory::default(),
+            memory: Arc::default(),
         }
     }
 
@@ -255,8 +290,20 @@ impl<P: Pipeline> Engine<P> {
         self.backoff.forget(key);
     }
 
+    /// Drop everything remembered about the objects whose key `keep` refuses; returns how
+    /// many were dropped. The controller wiring calls it after a re-list of the objects
+    /// (`keep`: listed, or outside the listed scope), so objects deleted while the watch was
+    /// down are forgotten although their delete event never came.
+    pub fn retain(&self, mut keep: impl FnMut(&ObjectKey) -> bool) -> usize {
+        let dropped = self.memory.retain(&mut keep);
+        self.backoff.retain(keep);
+        dropped.len()
+    }
+
     /// Drop memory of objects not reconciled nor seen for `max_age` (objects whose delete
-    /// event was missed); returns how many were dropped.
+    /// event was missed); returns how many were dropped. Not for a periodic sweep of an
+    /// operator: it also drops the applied-body memory of stable live objects, which then
+    /// costs writes ([`Self::retain`] after a re-list is the precise way).
     pub fn sweep(&self, max_age: Duration) -> usize {
         let dropped = self.memory.sweep(self.clock.now(), max_age);
         self.backoff.retain(|k| !dropped.contains(k));
@@ -269,9 +316,34 @@ impl<P: Pipeline> Engine<P> {
     }
 
     /// Note that a watch event for `obj` was seen (feeds the queue-wait metric). Call it from
-    /// the watch stream, e.g. in a `.map` before `Controller::for_stream`.
+    /// the watch stream, e.g. in a `.map` before `Controller::for_stream`; watch streams that
+    /// cannot hold the engine take a [`Self::triggers`] handle instead.
     pub fn observe_event(&self, obj: &impl Resource<DynamicType = ()>) {
         self.memory.seen(&Self::key_of(obj), self.clock.now());
+    }
+
+    /// Cuts a reconciled object's metadata to what the engine reads of it (of `managedFields`:
+    /// the condition types its own status entry holds), for the controller's cache of those
+    /// objects; every other field is kept.
+    pub fn trim_for_cache(
+        &self,
+        meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    ) {
+        status_write::keep_status_condition_keys(
+            &mut meta.managed_fields,
+            &self.config.scheme.manager,
+        );
+    }
+
+    /// A handle recording trigger arrivals for this engine's queue-wait metric, for the
+    /// controller's watch streams ([`Triggers`]). Take it after [`Self::with_clock`].
+    pub fn triggers(&self) -> Triggers {
+        Triggers::new(
+            Arc::clone(&self.memory),
+            Arc::clone(&self.clock),
+            P::Object::kind(&()).into_owned(),
+            P::Object::group(&()).into_owned(),
+        )
     }
 
     /// Reconcile an object that may not have deserialised: a malformed object is logged,
@@ -318,8 +390,15 @@ impl<P: Pipeline> Engine<P> {
         async move {
             if obj.annotations().get(&self.config.scheme.paused_annotation()).map(String::as_str) == Some("true") {
                 tracing::debug!("reconciliation paused");
+                self.memory.skipped(&key);
                 self.handles.paused();
                 return Report::skipped(Action::await_change());
+            }
+            if let Some(remaining) = self.memory.held(&key, self.clock.now()) {
+                tracing::debug!(remaining_s = remaining.as_secs_f64(), "held until the server's Retry-After has passed");
+                let mut report = Report::skipped(Action::requeue(remaining));
+                report.held = true;
+                return report;
             }
             if let Some(at) = self.memory.start(&key, self.clock.now()) {
                 self.handles.queue_wait(elapsed(at, self.clock.now()).as_secs_f64());
@@ -349,23 +428,35 @@ impl<P: Pipeline> Engine<P> {
     }
 
     async fn run(&self, obj: &P::Object, key: &ObjectKey) -> Report {
+        let fresh = match self.current_copy(obj, key).await {
+            Ok(fresh) => fresh,
+            Err(report) => return report,
+        };
+        let (obj, reread) = fresh.as_deref().map_or((obj, false), |f| (f, true));
         if obj.meta().deletion_timestamp.is_some() {
-            return self.finalize(obj, key).await;
+            return self.finalize(obj, key, reread).await;
         }
         let parent = Self::parent_of(obj, key);
         let mut errors: Vec<CategorizedError> = Vec::new();
         let mut finalizers_written = 0;
         let mut finalizer_missing = false;
-        match self.ensure_finalizer(obj).await {
+        match self.ensure_finalizer(obj, reread).await {
             Ok(n) => finalizers_written = n,
+            Err(e) if !reread && finalize::outdated_copy(&e) => {
+                return Report::stale(Action::requeue(finalize::STALE_COPY_WAIT));
+            }
             Err(e) => {
                 finalizer_missing = true;
                 errors.push(CategorizedError::from_error(&e));
             }
         }
-        match self.release_finalizer(obj).await {
+        match self.release_finalizer(obj, reread).await {
             Ok(n) => finalizers_written += n,
-            Err(e) => errors.push(e),
+            Err(Release::Patch(e)) if !reread && finalize::outdated_copy(&e) => {
+                return Report::stale(Action::requeue(finalize::STALE_COPY_WAIT));
+            }
+            Err(Release::Patch(e)) => errors.push(CategorizedError::from_error(&e)),
+            Err(Release::Cleanup(e)) => errors.push(e),
         }
         let listing = apply::list_children(
             &self.client,
@@ -387,7 +478,10 @@ impl<P: Pipeline> Engine<P> {
             .filter(|c| c.effective_direction() == Direction::Upstream)
             .flat_map(|c| c.errors.iter())
             .any(|e| e.category.is_user_fixable() || e.category == ErrorCategory::Infrastructure);
-        let blocked = upstream_blocked || !listing.errors.is_empty() || finalizer_missing;
+        let blocked = upstream_blocked
+            || !listing.errors.is_empty()
+            || finalizer_missing
+            || throttled(&errors);
         let (mut applied, mut deleted) = (0, 0);
         let mut requeue_after = None;
         if blocked {
@@ -417,10 +511,16 @@ impl<P: Pipeline> Engine<P> {
             }
         }
 
-        let outcome = self.write_status(obj, key, &observation, &errors).await;
+        // After a `Retry-After` nothing more is sent: the status follows once the hold passed.
+        let outcome = self
+            .write_status(obj, key, &observation, &errors, !throttled(&errors))
+            .await;
         if let Some(e) = &outcome.error {
             errors.push(CategorizedError::from_error(e));
         }
+        // Only the API server's answers to the engine's own requests hold the object: a
+        // component's `retry_after` may be a pipeline's recheck interval (a kind not served).
+        let hold = errors.iter().filter_map(|e| e.retry_after).max();
         let mut all: Vec<CategorizedError> = Vec::new();
         for e in observation
             .components
@@ -433,7 +533,7 @@ impl<P: Pipeline> Engine<P> {
                 all.push(e.clone());
             }
         }
-        let action = self.decide(key, &all, observation.external, requeue_after);
+        let action = self.decide(key, &all, observation.external, requeue_after, hold);
         Report {
             action,
             status: Some(outcome.status),
@@ -444,6 +544,8 @@ impl<P: Pipeline> Engine<P> {
             finalizers_written,
             errors: all,
             skipped: false,
+            held: false,
+            stale: false,
         }
     }
 
@@ -453,11 +555,23 @@ impl<P: Pipeline> Engine<P> {
         errors: &[CategorizedError],
         external: bool,
         requeue_after: Option<Duration>,
+        hold: Option<Duration>,
     ) -> Action {
         let has = |c: ErrorCategory| errors.iter().any(|e| e.category == c);
         if has(ErrorCategory::Infrastructure) {
             let retry_after = errors.iter().filter_map(|e| e.retry_after).max();
             let delay = self.backoff.failure(key, retry_after);
+            if let Some(ra) = hold {
+                // The requeue alone would not do: a child's watch event reconciles at once.
+                // Capped like the backoff, so no server can park an object (its spec edits,
+                // its finalizer) for longer. The deadline is on the engine's clock (wall
+                // time) while the requeue runs on tokio's monotonic timer: a clock step can
+                // shift one against the other, by at most the cap.
+                let now = self.clock.now();
+                if let Some(until) = later(now, self.config.backoff.honoured(ra)) {
+                    self.memory.hold(key, until, now);
+                }
+            }
             tracing::info!(
                 delay_s = delay.as_secs_f64(),
                 "infrastructure error; backing off"
@@ -480,6 +594,18 @@ impl<P: Pipeline> Engine<P> {
         }
         requeue_after.map_or_else(Action::await_change, Action::requeue)
     }
+}
+
+/// Whether the API server asked us (with `Retry-After`) to wait before the next request.
+fn throttled(errors: &[CategorizedError]) -> bool {
+    errors.iter().any(|e| e.retry_after.is_some())
+}
+
+/// `now + d`, `None` past the end of time.
+fn later(now: k8s_openapi::jiff::Timestamp, d: Duration) -> Option<k8s_openapi::jiff::Timestamp> {
+    k8s_openapi::jiff::SignedDuration::try_from(d)
+        .ok()
+        .and_then(|d| now.checked_add(d).ok())
 }
 
 /// `reconcile` for `kube::runtime::Controller` over `DeserializeGuard<K>`.

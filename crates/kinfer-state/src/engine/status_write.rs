@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, FieldsV1, ManagedFieldsEntry};
 use kube::api::{Patch, PatchParams};
 use kube::core::ApiResource;
 use kube::{Resource, ResourceExt};
@@ -70,23 +70,60 @@ fn owned_condition_types(object: &Value, manager: &str) -> Option<BTreeSet<Strin
     found.then_some(types)
 }
 
+/// Cuts `fields` (a reconciled object's `managedFields`) to what [`owned_condition_types`]
+/// reads: `manager`'s `Apply` entries on the status subresource, each reduced to the keys of
+/// its `conditions` (values emptied). A controller's cache of the objects it reconciles keeps
+/// only this: the full field sets are kilobytes per object as `serde_json` trees, and nothing
+/// else of them is read.
+pub(crate) fn keep_status_condition_keys(
+    fields: &mut Option<Vec<ManagedFieldsEntry>>,
+    manager: &str,
+) {
+    let Some(entries) = fields.as_mut() else {
+        return;
+    };
+    entries.retain(|e| {
+        e.manager.as_deref() == Some(manager)
+            && e.operation.as_deref() == Some("Apply")
+            && e.subresource.as_deref() == Some("status")
+    });
+    for e in entries.iter_mut() {
+        let keys: Option<serde_json::Map<String, Value>> = e
+            .fields_v1
+            .as_ref()
+            .and_then(|f| f.0.pointer("/f:status/f:conditions"))
+            .and_then(Value::as_object)
+            .map(|conds| {
+                conds
+                    .keys()
+                    .map(|k| (k.clone(), Value::Object(serde_json::Map::new())))
+                    .collect()
+            });
+        e.fields_v1 = Some(FieldsV1(match keys {
+            Some(keys) => serde_json::json!({"f:status": {"f:conditions": keys}}),
+            None => serde_json::json!({}),
+        }));
+    }
+    if entries.is_empty() {
+        *fields = None;
+    }
+}
+
 impl<P: Pipeline> Engine<P> {
-    /// Derive status, patch it if a field we write changed, publish transition events.
+    /// Derive status, patch it if a field we write changed and `send` allows a request,
+    /// publish transition events.
     pub(super) async fn write_status(
         &self,
         obj: &P::Object,
         key: &ObjectKey,
         observation: &Observation<P::State>,
         errors: &[CategorizedError],
+        send: bool,
     ) -> StatusOutcome {
         let whole = serde_json::to_value(obj).unwrap_or(Value::Null);
         let version = obj.meta().resource_version.clone();
-        let remembered = self
-            .memory
-            .status(key)
-            .filter(|w| w.from_version.is_some() && w.from_version == version);
-        let current = match &remembered {
-            Some(w) => w.status.clone(),
+        let current = match self.memory.status_from(key, version.as_deref()) {
+            Some(written) => written,
             None => whole.get("status").cloned().unwrap_or(Value::Null),
         };
         let previous: Vec<Condition> = current
@@ -121,7 +158,7 @@ impl<P: Pipeline> Engine<P> {
         let status = self
             .pipeline
             .status(obj, observation, derived.status, conditions);
-        if dropped.is_empty() && crate::diff::subset(&status, &current) {
+        if !send || (dropped.is_empty() && crate::diff::subset(&status, &current)) {
             return StatusOutcome {
                 status: derived.status,
                 written: false,
@@ -155,14 +192,8 @@ impl<P: Pipeline> Engine<P> {
             };
         }
         self.handles.writes(WriteVerb::Status, 1);
-        self.memory.wrote_status(
-            key,
-            WrittenStatus {
-                from_version: version,
-                status,
-            },
-            self.clock.now(),
-        );
+        self.memory
+            .wrote_status(key, WrittenStatus::new(version, &status), self.clock.now());
         let events = self
             .events
             .publish(&obj.object_ref(&()), &transitions)
@@ -174,5 +205,62 @@ impl<P: Pipeline> Engine<P> {
             events,
             error: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// `managedFields` of an object as JSON, and as the cache keeps them.
+    fn both(entries: &Value) -> (Value, Value) {
+        let whole = json!({"metadata": {"managedFields": entries}});
+        let mut fields: Option<Vec<ManagedFieldsEntry>> =
+            serde_json::from_value(entries.clone()).ok();
+        keep_status_condition_keys(&mut fields, "op");
+        let trimmed = json!({"metadata": {"managedFields": fields}});
+        (whole, trimmed)
+    }
+
+    #[test]
+    fn the_cached_entries_answer_like_the_whole_ones() {
+        let ready = r#"k:{"type":"Ready"}"#;
+        let cases = [
+            // A map list of conditions, with another manager's entry and a main entry of ours.
+            json!([
+                {"manager": "op", "operation": "Apply", "subresource": "status", "fieldsV1":
+                    {"f:status": {"f:observedGeneration": {}, "f:conditions": {
+                        ready: {".": {}, "f:type": {}, "f:status": {}, "f:message": {}}}}}},
+                {"manager": "op", "operation": "Apply", "fieldsV1": {"f:metadata": {}}},
+                {"manager": "other", "operation": "Apply", "subresource": "status",
+                    "fieldsV1": {"f:status": {"f:conditions": {r#"k:{"type":"Other"}"#: {}}}}}
+            ]),
+            // An atomic list: unknown.
+            json!([{"manager": "op", "operation": "Apply", "subresource": "status",
+                "fieldsV1": {"f:status": {"f:conditions": {}}}}]),
+            // An entry of ours without conditions, and no entry of ours at all.
+            json!([{"manager": "op", "operation": "Apply", "subresource": "status",
+                "fieldsV1": {"f:status": {"f:ready": {}}}}]),
+            json!([{"manager": "other", "operation": "Update", "fieldsV1": {}}]),
+        ];
+        for (i, entries) in cases.iter().enumerate() {
+            let (whole, trimmed) = both(entries);
+            assert_eq!(
+                owned_condition_types(&trimmed, "op"),
+                owned_condition_types(&whole, "op"),
+                "case {i}: {trimmed}"
+            );
+        }
+        let (_, trimmed) = both(&cases[0]);
+        assert_eq!(
+            trimmed
+                .pointer("/metadata/managedFields")
+                .and_then(Value::as_array)
+                .map(Vec::len),
+            Some(1),
+            "only our status entry is kept"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use kinfer_state::{ErrorCategory, OverallStatus};
+use kinfer_state::{ErrorCategory, OverallStatus, Report};
 use kinfer_testkit::Fault;
 use kube::runtime::controller::Action;
 
@@ -42,6 +42,8 @@ async fn injected_conflict_server_error_and_throttling_converge() {
     let r = env.pass("t5").await;
     assert_eq!(r.action, Action::requeue(s(7)));
 
+    // Held until the 7 s have passed (`a_retry_after_holds_every_reconcile_until_it_has_passed`).
+    env.clock.advance(s(7));
     // Faults exhausted: converges, backoff reset, conditions recover.
     env.converge("t5").await;
     let toy = env.get("t5").await;
@@ -54,6 +56,135 @@ async fn injected_conflict_server_error_and_throttling_converge() {
         Action::requeue(s(1)),
         "backoff was reset by the success"
     );
+}
+
+/// Every request the server received, of any verb.
+fn requests(env: &Env) -> u64 {
+    env.cluster.counters().snapshot().values().sum()
+}
+
+/// A converged toy `name` whose child `a` changes, its apply answered once with 429 and
+/// `Retry-After: retry_after` seconds: the report of that pass.
+async fn throttled_change(env: &Env, name: &str, retry_after: u64) -> Report {
+    env.create(name, &[("a", "1")]).await;
+    env.converge(name).await;
+    env.set_children(name, &[("a", "2")]).await;
+    env.cluster
+        .faults()
+        .inject(Fault::throttle("patch", "configmaps", retry_after).times(1));
+    env.pass(name).await
+}
+
+#[tokio::test]
+async fn a_retry_after_holds_every_reconcile_until_it_has_passed() {
+    let env = env().await;
+    let s = Duration::from_secs;
+
+    // A change to apply, throttled once with Retry-After 5 s.
+    let r = throttled_change(&env, "held", 5).await;
+    assert_eq!(r.action, Action::requeue(s(5)), "{r:?}");
+    assert!(!r.held);
+
+    // A reconcile triggered before the deadline (a watch event) sends nothing at all and
+    // requeues for the rest of the hold.
+    let toy = env.get("held").await;
+    let before = requests(&env);
+    let r = env.engine.reconcile(&toy).await;
+    assert!(r.held && r.skipped, "{r:?}");
+    assert_eq!(r.action, Action::requeue(s(5)));
+    env.clock.advance(s(3));
+    let r = env.engine.reconcile(&toy).await;
+    assert!(r.held, "{r:?}");
+    assert_eq!(r.action, Action::requeue(s(2)), "the remainder of the hold");
+    assert_eq!(requests(&env), before, "a held reconcile sent a request");
+
+    // Once it has passed, the next reconcile does the work.
+    env.clock.advance(s(2));
+    let r = env.engine.reconcile(&toy).await;
+    assert!(!r.held, "{r:?}");
+    assert_eq!(r.applied, 1, "{r:?}");
+    let cm = env.cms.get("held-a").await.expect("child");
+    assert_eq!(
+        cm.data.unwrap_or_default().get("value").map(String::as_str),
+        Some("2")
+    );
+}
+
+#[tokio::test]
+async fn a_hold_never_lasts_longer_than_the_backoff_cap() {
+    let env = env().await;
+    let s = Duration::from_secs;
+
+    // A server asking for more than a day: honoured up to the cap (300 s).
+    let r = throttled_change(&env, "long", 100_000).await;
+    assert_eq!(r.action, Action::requeue(s(300)), "{r:?}");
+    let toy = env.get("long").await;
+    env.clock.advance(s(299));
+    let r = env.engine.reconcile(&toy).await;
+    assert!(r.held, "{r:?}");
+    assert_eq!(r.action, Action::requeue(s(1)), "the hold ends at 300 s");
+    env.clock.advance(s(1));
+    let r = env.engine.reconcile(&toy).await;
+    assert!(!r.held && r.applied == 1, "{r:?}");
+}
+
+#[tokio::test]
+async fn after_a_retry_after_the_reconcile_sends_nothing_more() {
+    let env = env().await;
+    env.create("stop", &[("a", "1"), ("b", "1"), ("c", "1")])
+        .await;
+    env.converge("stop").await;
+    let s = Duration::from_secs;
+    let counters = env.cluster.counters();
+
+    // Two orphans to delete; the first deletion is throttled.
+    env.set_children("stop", &[("a", "1")]).await;
+    env.cluster
+        .faults()
+        .inject(Fault::throttle("delete", "configmaps", 5).times(1));
+    let writes = write_requests(&env.cluster);
+    let deletes = counters.count("delete", Some("configmaps"));
+    let r = env.pass("stop").await;
+    assert_eq!(r.action, Action::requeue(s(5)), "{r:?}");
+    assert_eq!(
+        counters.count("delete", Some("configmaps")) - deletes,
+        1,
+        "the second deletion was sent after the Retry-After"
+    );
+    assert!(r.deleted == 0 && !r.status_written, "{r:?}");
+    assert_eq!(
+        write_requests(&env.cluster),
+        writes + 1,
+        "a write other than the throttled deletion (status, event)"
+    );
+    assert_eq!(
+        cond(&env.get("stop").await, "DependenciesReachable").status,
+        "True",
+        "status waits for the reconcile after the hold"
+    );
+
+    // A throttled apply: no status patch either.
+    env.clock.advance(s(5));
+    env.converge("stop").await;
+    env.set_children("stop", &[("a", "2")]).await;
+    env.cluster
+        .faults()
+        .inject(Fault::throttle("patch", "configmaps", 5).times(1));
+    let writes = write_requests(&env.cluster);
+    let r = env.pass("stop").await;
+    assert!(r.applied == 0 && !r.status_written, "{r:?}");
+    assert_eq!(
+        write_requests(&env.cluster),
+        writes + 1,
+        "only the throttled apply"
+    );
+
+    // After the hold everything is done, status included.
+    env.clock.advance(s(5));
+    env.converge("stop").await;
+    assert!(env.cms.get_opt("stop-b").await.expect("get").is_none());
+    assert!(env.cms.get_opt("stop-c").await.expect("get").is_none());
+    assert_eq!(cond(&env.get("stop").await, "Ready").status, "True");
 }
 
 #[tokio::test]

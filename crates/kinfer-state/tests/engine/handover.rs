@@ -99,7 +99,7 @@ async fn a_hand_over_that_conflicts_reads_again_and_never_overwrites() {
     for kind in pipeline.child_kinds() {
         let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), NS, &kind.resource);
         for o in api.list(&ListParams::default()).await.unwrap() {
-            index.apply(&kind, o);
+            index.apply(&kind, &o);
         }
         index.mark_synced(&kind);
     }

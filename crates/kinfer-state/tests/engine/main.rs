@@ -9,6 +9,7 @@ mod common;
 mod faults;
 mod handover;
 mod objects;
+mod outdated;
 mod ownership;
 mod status;
 mod steady;

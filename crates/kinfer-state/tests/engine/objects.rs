@@ -7,15 +7,21 @@ use serde_json::json;
 
 use crate::common::*;
 
+/// Sets or removes the paused annotation of a toy.
+async fn set_paused(env: &Env, name: &str, paused: bool) {
+    let value = if paused { json!("true") } else { json!(null) };
+    let patch = json!({"metadata": {"annotations": {"example.com/reconciliation-paused": value}}});
+    env.toys
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("pause");
+}
+
 #[tokio::test]
 async fn paused_objects_are_not_touched() {
     let env = env().await;
     env.create("t7", &[("a", "1")]).await;
-    let patch = json!({"metadata": {"annotations": {"example.com/reconciliation-paused": "true"}}});
-    env.toys
-        .patch("t7", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("pause");
+    set_paused(&env, "t7", true).await;
     let toy = env.get("t7").await;
     let before: u64 = env.cluster.counters().snapshot().values().sum();
     let r = env.engine.reconcile(&toy).await;
@@ -26,6 +32,37 @@ async fn paused_objects_are_not_touched() {
         "no request at all"
     );
     assert!(env.cms.get_opt("t7-a").await.expect("get").is_none());
+}
+
+/// The `_sum` of the queue-wait histogram, in seconds.
+fn queue_wait_sum(env: &Env) -> f64 {
+    env.engine
+        .metrics()
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with("kinfer_reconcile_queue_wait_seconds_sum"))
+        .filter_map(|l| l.rsplit(' ').next())
+        .filter_map(|n| n.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn a_pause_does_not_count_as_queue_wait() {
+    let env = env().await;
+    env.create("t8", &[("a", "1")]).await;
+    set_paused(&env, "t8", true).await;
+    let paused = env.get("t8").await;
+    env.engine.triggers().object(&paused.metadata);
+    assert!(env.engine.reconcile(&paused).await.skipped);
+
+    // An hour later it is unpaused; the trigger before the pause's skip is not waited on.
+    env.clock.advance(std::time::Duration::from_hours(1));
+    set_paused(&env, "t8", false).await;
+    let toy = env.get("t8").await;
+    env.engine.triggers().object(&toy.metadata);
+    assert!(!env.engine.reconcile(&toy).await.skipped);
+    let waited = queue_wait_sum(&env);
+    assert!(waited < 1.0, "queue wait {waited} s spans the pause");
 }
 
 #[tokio::test]

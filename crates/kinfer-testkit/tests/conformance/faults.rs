@@ -254,3 +254,88 @@ async fn a_410_on_continue_hits_only_later_pages() {
         2
     );
 }
+
+/// A client of `c` impersonating `user` (its kubeconfig's `as:`).
+async fn client_as(c: &kinfer_testkit::TestCluster, user: &str) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&c.kubeconfig_yaml_as(user)).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+#[tokio::test]
+async fn requests_are_counted_per_client_and_conflicts_name_both_sides() {
+    let Some((c, _client)) = local_cluster("reads per-client counters").await else {
+        return;
+    };
+    let (alice, bob) = (client_as(&c, "alice").await, client_as(&c, "bob").await);
+    let apply = |manager: &str, size: i64| {
+        (
+            kube::api::PatchParams::apply(manager),
+            kube::api::Patch::Apply(json!({
+                "apiVersion": "test.kinfer.dev/v1", "kind": "Widget",
+                "metadata": {"name": "a"}, "spec": {"size": size}
+            })),
+        )
+    };
+    let (pp, patch) = apply("alice-manager", 2);
+    widgets(&alice).patch("a", &pp, &patch).await.unwrap();
+    widgets(&alice).get("a").await.unwrap();
+    let (pp, patch) = apply("bob-manager", 3);
+    assert_eq!(
+        status_code(&widgets(&bob).patch("a", &pp, &patch).await.unwrap_err()),
+        409
+    );
+    assert_eq!(c.counters().client_writes("alice"), 1);
+    assert_eq!(c.counters().client_writes("bob"), 0);
+    let by = c.counters().by_client();
+    assert_eq!(
+        by["alice"].get(&("get".into(), "widgets".into(), 200)),
+        Some(&1)
+    );
+    assert_eq!(
+        by["bob"].get(&("patch".into(), "widgets".into(), 409)),
+        Some(&1)
+    );
+    let conflicts = c.counters().conflicts();
+    assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+    assert_eq!(c.counters().answered(409), 1);
+    let k = &conflicts[0];
+    assert_eq!((k.client.as_str(), k.verb.as_str()), ("bob", "patch"));
+    assert!(k.object.ends_with("/a"), "{k:?}");
+    assert!(k.message.contains("alice-manager"), "{k:?}");
+    // Discovery and paths the server does not serve are counted per client too.
+    bob.apiserver_version().await.unwrap();
+    let nowhere = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+        "nowhere.example",
+        "v1",
+        "Thing",
+    ));
+    let missing = kube::Api::<kube::core::DynamicObject>::all_with(bob.clone(), &nowhere)
+        .get("x")
+        .await
+        .unwrap_err();
+    assert_eq!(status_code(&missing), 404);
+    let bob_counts = &c.counters().by_client()["bob"];
+    assert_eq!(
+        bob_counts.get(&("discovery".into(), "/version".into(), 200)),
+        Some(&1),
+        "{bob_counts:?}"
+    );
+    assert_eq!(
+        bob_counts
+            .iter()
+            .filter(|((verb, _, code), _)| verb == "unknown" && *code == 404)
+            .count(),
+        1,
+        "{bob_counts:?}"
+    );
+    // The totals include every client; a reset clears both.
+    assert!(c.counters().writes() >= 1);
+    c.counters().reset();
+    assert!(c.counters().by_client().is_empty() && c.counters().conflicts().is_empty());
+}

@@ -19,9 +19,9 @@
 //!   removed it) and the recorded failure is permanent ([`permanent`]: auth, not found, storage
 //!   full, OOM, an invalid download or size) for the Job that would run now, the failure is
 //!   reported again unchanged and no new Job is created: a permanent failure is not retried
-//!   every TTL but when the spec changes (a new fingerprint). Infrastructure-class failures
-//!   (timeouts, a forbidden or unreachable source, image pull back-off) are retried, backed
-//!   off by the failed Job's TTL.
+//!   every TTL but when the spec changes (a new fingerprint). Other failures (timeouts, a
+//!   forbidden or unreachable source, an evicted pod) are retried on the bounded schedule of
+//!   [`super::retry`].
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -141,7 +141,8 @@ pub fn recorded_failure(a: &AIMArtifact, component: &str, fp: &str) -> Option<Ca
         .then(|| err(category, &c.reason, c.message.clone()))
 }
 
-fn job_state(job: &Job, t: &str) -> bool {
+/// Whether condition `t` of the Job is True.
+pub(super) fn job_state(job: &Job, t: &str) -> bool {
     job.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())

@@ -2,7 +2,8 @@
 //!
 //! Contract: reads only, each item's error captured. The Jobs and the PVC are the engine's
 //! listed children. For the current Job (check-size while the size is unknown, else download)
-//! its pods are listed (`job-name=<job>`); a Complete check-size Job's pod log is read (its last
+//! its pods are listed (`job-name=<job>`, then only those the live Job controls by UID: a
+//! retried Job reuses the name while the old one's pods await garbage collection); a Complete check-size Job's pod log is read (its last
 //! line carries the size: the last 5 lines, at most 16 KiB); a Failed Job's failed pod gives
 //! the last 50 log lines, at most 64 KiB, for the diagnosis (NOTES row 29). A Complete
 //! download Job's log is never read ([`log_params`]).
@@ -68,6 +69,8 @@ pub struct Fetched {
     pub runtime_config: resolve::Fetched,
     /// The current Job's pods and log (`None` when the Job does not exist).
     pub job: Option<Result<JobObservation, CategorizedError>>,
+    /// The operator's clock when fetching (for the retry schedule; compose reads no clock).
+    pub now: k8s_openapi::jiff::Timestamp,
 }
 
 fn condition(job: &Job, type_: &str) -> bool {
@@ -77,6 +80,12 @@ fn condition(job: &Job, type_: &str) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == type_ && c.status == "True"))
 }
 
+/// Whether `pod` has a controller reference to `job` (by UID).
+fn controlled_by(pod: &Pod, job: &Job) -> bool {
+    job.metadata.uid.is_some()
+        && crate::scheme::controller_uid(&pod.metadata) == job.metadata.uid.as_deref()
+}
+
 async fn observe(
     client: &Client,
     ns: &str,
@@ -84,10 +93,15 @@ async fn observe(
     container: &str,
 ) -> Result<JobObservation, kube::Error> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let list = pods
+    // A retried Job has the old one's name, and the old Job's pods live on until garbage
+    // collection: only pods the live Job controls describe this attempt.
+    let list: Vec<Pod> = pods
         .list(&ListParams::default().labels(&format!("job-name={}", job.name_any())))
         .await?
-        .items;
+        .items
+        .into_iter()
+        .filter(|p| controlled_by(p, job))
+        .collect();
     let phase = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.clone());
     let Some((wanted, params)) = log_params(job, container) else {
         return Ok(JobObservation {
@@ -112,6 +126,7 @@ pub async fn fetch(
     artifact: &AIMArtifact,
     children: &Children,
     current: Option<(&str, &str)>,
+    now: k8s_openapi::jiff::Timestamp,
 ) -> Fetched {
     let ns = artifact.namespace().unwrap_or_default();
     let job = async {
@@ -138,6 +153,7 @@ pub async fn fetch(
     Fetched {
         runtime_config,
         job,
+        now,
     }
 }
 
@@ -159,6 +175,32 @@ mod tests {
             }),
             ..Job::default()
         }
+    }
+
+    #[test]
+    fn only_pods_of_the_live_job_describe_the_attempt() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let pod = |uid: &str, controller: bool| Pod {
+            metadata: kube::api::ObjectMeta {
+                owner_references: Some(vec![OwnerReference {
+                    uid: uid.into(),
+                    controller: Some(controller),
+                    ..OwnerReference::default()
+                }]),
+                ..Default::default()
+            },
+            ..Pod::default()
+        };
+        let mut live = job("Failed");
+        live.metadata.uid = Some("new".into());
+        assert!(controlled_by(&pod("new", true), &live));
+        assert!(
+            !controlled_by(&pod("old", true), &live),
+            "the previous Job's pod"
+        );
+        assert!(!controlled_by(&pod("new", false), &live));
+        assert!(!controlled_by(&Pod::default(), &live));
+        assert!(!controlled_by(&pod("new", true), &job("Failed")), "no UID");
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //! the finished one's TTL removed it, or after a user deleted it to retry at once) and never
 //! pruned; the claim is created once and never resized. A permanent failure (auth, not found,
 //! storage full, ...) is recorded in its condition with the failed Job's fingerprint and not
-//! retried until the spec changes; infrastructure failures are retried once the failed Job's
-//! TTL removed it ([`compose`]).
+//! retried until the spec changes; Infrastructure failures are retried by deleting the failed
+//! Job on the bounded schedule of [`retry`] (30 s doubling to 5 min), not after its TTL, the
+//! artifact being requeued for the retry time (`schedule_retry`); other user-fixable
+//! failures wait for a spec change.
 //!
 //! Status: `discoveredSizeBytes`, `displaySize`, `allocatedSize` (the claim's request),
 //! `headroomPercent`, `mode` (`Dedicated` when owned, else `Shared`),
@@ -29,6 +31,7 @@
 pub mod classify;
 pub mod compose;
 pub mod fetch;
+pub mod retry;
 
 use std::sync::Arc;
 
@@ -75,19 +78,68 @@ pub struct ArtifactState {
     pub claim_status: Option<(String, Option<Quantity>)>,
     /// The download Job to apply.
     pub download: Option<Job>,
+    /// A failed Job to delete so it runs again ([`retry`]).
+    pub rerun: Option<String>,
+    /// When a failed Job is due to run again.
+    pub retry_in: Option<std::time::Duration>,
 }
 
 /// The AIMArtifact pipeline.
 #[derive(Debug)]
 pub struct ArtifactPipeline {
-    _ctx: Arc<Context>,
+    ctx: Arc<Context>,
 }
 
 impl ArtifactPipeline {
     /// A pipeline sharing `ctx`.
     pub fn new(ctx: Arc<Context>) -> Self {
-        Self { _ctx: ctx }
+        Self { ctx }
     }
+}
+
+/// For the live Job of `component`: when its failure was classified as Infrastructure (a
+/// timeout, an unreachable or forbidden source, an evicted pod, ...), delete it now (`rerun`)
+/// or say when ([`retry`]). A failure on that schedule is reported as the component's
+/// explicit state, reason and message without the error: an Infrastructure error makes the
+/// engine requeue on its own backoff (ignoring the plan's requeue, so a 300 s delay would
+/// first fire after ~511 s). Permanent and user-fixable failures are not retried (they wait
+/// for a spec change), and neither is a failure not classified (the Job's pods or log could
+/// not be read: that error stays and the engine backs off).
+fn schedule_retry(
+    a: &AIMArtifact,
+    (component, job): (&str, &Job),
+    classified: bool,
+    health: &mut ComponentHealth,
+    now: k8s_openapi::jiff::Timestamp,
+    state: &mut ArtifactState,
+) {
+    let retryable = classified
+        && !health.errors.is_empty()
+        && health
+            .errors
+            .iter()
+            .all(|e| e.category == ErrorCategory::Infrastructure);
+    if !retryable || !compose::job_state(job, "Failed") {
+        return;
+    }
+    match retry::retry(
+        retry::failed_at(job),
+        retry::waiting_since(a, component),
+        now,
+    ) {
+        // The deletion's watch event runs the next attempt.
+        retry::Retry::Due => state.rerun = Some(job.name_any()),
+        retry::Retry::After(d) => state.retry_in = Some(d),
+    }
+    health.state = Some(health.effective_state());
+    health.reason = Some(health.effective_reason());
+    health.message = Some(health.effective_message());
+    health.errors.clear();
+}
+
+/// The Job kind as registered in `child_kinds` (the engine compares kinds, `prune` included).
+fn job_kind() -> ChildKind {
+    ChildKind::of::<Job>().prune(false)
 }
 
 fn child_name(a: &AIMArtifact, stage: &str) -> Result<String, CategorizedError> {
@@ -165,7 +217,7 @@ impl Pipeline for ArtifactPipeline {
         vec![
             // Jobs are immutable and expire by TTL, claims hold data: both are created once
             // and never pruned.
-            ChildKind::of::<Job>().prune(false),
+            job_kind(),
             ChildKind::of::<PersistentVolumeClaim>(),
         ]
     }
@@ -177,6 +229,7 @@ impl Pipeline for ArtifactPipeline {
             object,
             children,
             cur.as_ref().map(|(n, c)| (n.as_str(), *c)),
+            self.ctx.now(),
         )
         .await
     }
@@ -209,7 +262,18 @@ impl Pipeline for ArtifactPipeline {
             None => match child_name(object, "check-size") {
                 Ok(name) => {
                     let live = job(&name);
-                    let (h, measured) = compose::check_size(live.as_ref(), fetched.job.as_ref());
+                    let (mut h, measured) =
+                        compose::check_size(live.as_ref(), fetched.job.as_ref());
+                    if let Some(j) = &live {
+                        schedule_retry(
+                            object,
+                            (compose::CHECK_SIZE_JOB, j),
+                            matches!(fetched.job, Some(Ok(_))),
+                            &mut h,
+                            fetched.now,
+                            &mut state,
+                        );
+                    }
                     components.push(h);
                     if measured.is_none() && live.is_none() {
                         match input(object, rc.as_ref(), None, headroom).and_then(|i| {
@@ -261,7 +325,7 @@ impl Pipeline for ArtifactPipeline {
 
     fn plan(
         &self,
-        _object: &AIMArtifact,
+        object: &AIMArtifact,
         observation: &Observation<ArtifactState>,
     ) -> Result<PlanResult, DesiredError> {
         let s = &observation.state;
@@ -269,6 +333,17 @@ impl Pipeline for ArtifactPipeline {
         for job in [&s.check_size, &s.download].into_iter().flatten() {
             plan.apply.push(DesiredObject::from_typed(job)?);
         }
+        if let Some(name) = &s.rerun {
+            let kind = job_kind();
+            let key = kinfer_state::pipeline::ObjectKey {
+                kind: kind.resource.kind.clone(),
+                group: kind.resource.group.clone(),
+                namespace: object.namespace(),
+                name: name.clone(),
+            };
+            plan.delete.push((kind, key));
+        }
+        plan.requeue_after = s.retry_in;
         if let Some(c) = &s.claim {
             plan.apply.push(DesiredObject::from_typed(c)?);
         }
@@ -379,7 +454,19 @@ fn compose_download(
     }
     let job_name = job.metadata.name.clone().unwrap_or_default();
     let live_job = children.typed::<Job>(Some(&ns), &job_name).ok().flatten();
-    let (h, plan_job) = compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job);
+    let (mut h, plan_job) =
+        compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job);
+    if let Some(j) = &live_job {
+        let classified = matches!(fetched.job, Some(Ok(_)));
+        schedule_retry(
+            object,
+            (compose::DOWNLOAD_JOB, j),
+            classified,
+            &mut h,
+            fetched.now,
+            state,
+        );
+    }
     components.push(h);
     if plan_job && live_job.is_none() {
         state.download = Some(job);

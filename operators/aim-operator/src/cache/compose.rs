@@ -11,8 +11,10 @@
 //!   is planned, named by the upstream rule over (uri, env, storage class[, "dedicated",
 //!   cache]); Shared artifacts are created without owner (and kept), Dedicated ones owned by
 //!   the cache. Its env is the cache env with the source's env over it, sorted by name.
-//! - Created artifacts are labelled `aim.eai.amd.com/template.{name,scope,index}` and
-//!   `aim.eai.amd.com/template-cache=<creator>` (the finalizer removes its non-Ready ones).
+//! - Created artifacts carry upstream's labels ([`kinfer_api::labels::aim`]):
+//!   `aim.eai.amd.com/template.{name,scope,index}`, `aim.eai.amd.com/template-cache.name=
+//!   <creator>` (the finalizer removes its non-Ready ones) and `template-created=true`, so
+//!   artifacts the upstream operator created are recognised too.
 //! - The `Artifacts` component (`ArtifactsReady`): Ready when every source's artifact is Ready
 //!   (or there are no sources); a Failed, Degraded or NotAvailable artifact gives that state
 //!   with the artifact's own `Ready` reason and message (the root cause, e.g.
@@ -42,8 +44,8 @@ use crate::scheme;
 pub const ARTIFACTS: &str = "Artifacts";
 /// The template component.
 pub const TEMPLATE: &str = "Template";
-/// `aim.eai.amd.com/template-cache`: the cache that created an artifact.
-pub const CREATOR_LABEL: &str = "aim.eai.amd.com/template-cache";
+/// `aim.eai.amd.com/template-cache.name` (upstream's key): the cache that created an artifact.
+pub const CREATOR_LABEL: &str = scheme::labels::TEMPLATE_CACHE_NAME;
 
 /// One source's artifact.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,12 +74,7 @@ fn phase(a: &AIMArtifact) -> Phase {
 }
 
 fn controller_uid(a: &AIMArtifact) -> Option<&str> {
-    a.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true))
-        .map(|o| o.uid.as_str())
+    scheme::controller_uid(&a.metadata)
 }
 
 fn storage_class(cache: &AIMTemplateCache, rc: Option<&Resolved>) -> Option<String> {
@@ -109,18 +106,16 @@ fn desired(
     };
     let labels = BTreeMap::from([
         (
-            "aim.eai.amd.com/template.name".to_owned(),
+            scheme::labels::TEMPLATE_NAME.to_owned(),
             scheme::label_value(&cache.spec.template_name),
         ),
-        (
-            "aim.eai.amd.com/template.scope".to_owned(),
-            scope.to_owned(),
-        ),
-        (
-            "aim.eai.amd.com/template.index".to_owned(),
-            index.to_string(),
-        ),
+        (scheme::labels::TEMPLATE_SCOPE.to_owned(), scope.to_owned()),
+        (scheme::labels::TEMPLATE_INDEX.to_owned(), index.to_string()),
         (CREATOR_LABEL.to_owned(), scheme::label_value(&cache_name)),
+        (
+            scheme::labels::TEMPLATE_CREATED.to_owned(),
+            "true".to_owned(),
+        ),
     ]);
     Ok(AIMArtifact {
         metadata: ObjectMeta {

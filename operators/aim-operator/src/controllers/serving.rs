@@ -5,7 +5,7 @@
 //! [`with_template_watches`]). Unowned objects are mapped to the objects that use them, not
 //! to their whole namespace (a download progress tick must not requeue every cache and
 //! service): an artifact to the caches that list it in `status.artifacts`, created it
-//! (`aim.eai.amd.com/template-cache`) or are not Ready yet (they may be about to adopt it)
+//! (`aim.eai.amd.com/template-cache.name`) or are not Ready yet (they may be about to adopt it)
 //! ([`caches_of_artifact`]); a cache to the services whose `status.cache.templateCacheRef`
 //! names it, that keep it (`aim.eai.amd.com/service`) or that are not Running yet
 //! ([`services_of_cache`]). A cache also follows its runtime config; an artifact follows its
@@ -24,9 +24,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::{
-    Guarded, base, children_config, drive, engine, object_ref, owner_of, with_config_watches,
-};
+use super::catalog::with_config_watches;
+use super::{Guarded, base, children_config, drive, engine, object_ref, owner_of};
 use crate::context::Context;
 use crate::scheme;
 
@@ -237,7 +236,7 @@ mod tests {
         let artifact: AIMArtifact = from(json!({
             "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
             "metadata": {"name": "art", "namespace": "ns",
-                         "labels": {"aim.eai.amd.com/template-cache": "creator"}},
+                         "labels": {"aim.eai.amd.com/template-cache.name": "creator"}},
             "spec": {"sourceUri": "hf://org/m"},
             "status": {"status": "Progressing", "progress": {"percentage": 3}}}));
         let ready_other = json!({"status": "Ready", "artifacts": {"o": {

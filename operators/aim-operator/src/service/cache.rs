@@ -44,7 +44,7 @@ use crate::scheme;
 pub const CACHE: &str = "Cache";
 /// `aim.eai.amd.com/service`: the service that created a template cache (the finalizer
 /// removes that service's non-Ready caches).
-pub const SERVICE_LABEL: &str = "aim.eai.amd.com/service";
+pub const SERVICE_LABEL: &str = scheme::labels::SERVICE;
 /// The template cache's condition that explains its state.
 pub const ARTIFACTS_READY: &str = "ArtifactsReady";
 

@@ -1,13 +1,14 @@
 //! Finalizer steps (NOTES row 23): delete the non-Ready objects a parent created.
 //!
 //! Contract: [`delete_unready`] deletes the objects of `api` matching `selector` whose
-//! `status.status` is not Ready and that are not already being deleted; one already gone is
-//! fine. Errors are categorised: a Forbidden read or delete is Auth, on which the engine
+//! `status.status` is not Ready, that are not already being deleted and whose name is not in
+//! `keep` (objects something else still uses); one already gone is fine. Errors are categorised: a Forbidden read or delete is Auth, on which the engine
 //! releases the finalizer anyway (the engine never calls a finalizer in a terminating
 //! namespace). The service deletes the caches labelled `aim.eai.amd.com/service=<service>`
 //! ([`remove_unready_caches`]): a Ready shared cache is kept for the other services of its
 //! template, and dedicated caches go with the service by owner reference anyway.
 
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 
 use kinfer_api::aim::AIMTemplateCache;
@@ -22,7 +23,11 @@ use super::cache::SERVICE_LABEL;
 use crate::scheme;
 
 /// Deletes the non-Ready objects of `api` matching `selector`; see the module contract.
-pub async fn delete_unready<K>(api: &Api<K>, selector: &str) -> Result<(), CategorizedError>
+pub async fn delete_unready<K>(
+    api: &Api<K>,
+    selector: &str,
+    keep: &BTreeSet<String>,
+) -> Result<(), CategorizedError>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
@@ -34,7 +39,10 @@ where
         let phase = serde_json::to_value(&o)
             .ok()
             .and_then(|v| serde_json::from_value::<Phase>(v["status"]["status"].clone()).ok());
-        if phase == Some(Phase::Ready) || o.meta().deletion_timestamp.is_some() {
+        if phase == Some(Phase::Ready)
+            || o.meta().deletion_timestamp.is_some()
+            || keep.contains(&o.name_any())
+        {
             continue;
         }
         tracing::info!(object = %o.name_any(), "deleting a non-Ready object on finalization");
@@ -58,5 +66,5 @@ pub async fn remove_unready_caches(
         "{SERVICE_LABEL}={}",
         scheme::label_value(&service.name_any())
     );
-    delete_unready(&api, &selector).await
+    delete_unready(&api, &selector, &BTreeSet::new()).await
 }

@@ -224,9 +224,9 @@ pub fn resolve_model(
         return match name {
             Ok(name) => {
                 let labels = BTreeMap::from([
-                    ("aim.eai.amd.com/custom-model".to_owned(), "true".to_owned()),
+                    (scheme::labels::CUSTOM_MODEL.to_owned(), "true".to_owned()),
                     (
-                        "aim.eai.amd.com/service".to_owned(),
+                        scheme::labels::SERVICE.to_owned(),
                         scheme::label_value(&svc.name_any()),
                     ),
                 ]);

@@ -58,7 +58,7 @@ use crate::runtime_config::{Resolved, resolve};
 use crate::scheme;
 
 /// `aim.eai.amd.com/origin` of derived templates.
-pub const DERIVED: &str = "derived";
+pub const DERIVED: &str = crate::scheme::labels::ORIGIN_DERIVED;
 
 /// The InferenceService component.
 pub const INFERENCE_SERVICE: &str = "InferenceService";

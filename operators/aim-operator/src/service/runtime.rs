@@ -38,7 +38,7 @@ pub const HPA: &str = "HPA";
 pub const ISVC_POD_LABEL: &str = "serving.kserve.io/inferenceservice";
 /// The AIM label of the InferenceService that KServe copies to its pods: the pod watch is
 /// scoped to it.
-pub const AIM_POD_LABEL: &str = "aim.eai.amd.com/service";
+pub const AIM_POD_LABEL: &str = crate::scheme::labels::SERVICE;
 
 fn health(
     component: &'static str,

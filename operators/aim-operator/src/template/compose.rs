@@ -50,6 +50,8 @@ pub struct TemplateState {
     pub job_uid: Option<String>,
     /// The node affinity recorded earlier, kept while the GPU is not available now.
     pub kept_affinity: Option<NodeAffinity>,
+    /// The template's own cache (`spec.caching.enabled`), set by the pipeline.
+    pub cache: Option<super::cache::TemplateCache>,
 }
 
 /// What the template's status recorded before this reconcile.
@@ -296,6 +298,7 @@ pub fn compose(
             .job_uid
             .or_else(|| previous.job_uid.map(str::to_owned)),
         kept_affinity: previous.affinity.cloned(),
+        cache: None,
     };
     let discovery = discovery_health(&state, fetched.discovery_errors, max_active);
     let mut components = vec![rc_health, model_health, gpu_health, discovery];

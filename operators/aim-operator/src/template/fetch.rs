@@ -84,6 +84,15 @@ pub struct Fetched {
     pub discovery_errors: Vec<CategorizedError>,
     /// The UID of the discovery Job of the current name, when it exists.
     pub job_uid: Option<String>,
+    /// The template's status as re-read from the API server when the cached copy had no
+    /// profile (`None`: the cached copy is current enough). Compose must read the previous
+    /// profile, sources, affinity and counted Job from the same status fetch decided on: a
+    /// stale cached copy would drop a profile just written.
+    pub fresh_status: Option<kinfer_api::aim::AIMServiceTemplateStatus>,
+    /// The AIMTemplateCache of the template's name read by name, when caching is enabled and
+    /// no such cache is among the template's children (a user's cache, or the template's own
+    /// one not yet in the watch cache).
+    pub cache_by_name: Option<kinfer_api::aim::AIMTemplateCache>,
 }
 
 /// Everything fetch needs to know about the template.
@@ -490,6 +499,8 @@ pub async fn fetch(
         discovery: bookkeeping,
         discovery_errors,
         job_uid,
+        fresh_status: None,
+        cache_by_name: None,
     }
 }
 

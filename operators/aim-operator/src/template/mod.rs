@@ -9,9 +9,11 @@
 //! Status: `profile`, `modelSources`, `discovery` (attempts, last attempt and failure, spec
 //! hash), `discoveryJob`, `resolvedModel`, `resolvedHardware`, `hardwareSummary`,
 //! `resolvedNodeAffinity`, `resolvedRuntimeConfig`, the `Discovered` condition (never
-//! overwritten once decided, section g #1), `status`, `observedGeneration`. `resolvedCache`
-//! is kept as found (it belongs to the caching controller).
+//! overwritten once decided, section g #1), `status`, `observedGeneration`; with
+//! `spec.caching.enabled` (namespace templates) the template's own AIMTemplateCache
+//! ([`cache`]), `resolvedCache` and the `CacheWarm` condition.
 
+pub mod cache;
 pub mod compose;
 pub mod discovery;
 pub mod fetch;
@@ -25,9 +27,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kinfer_api::aim::common::ResolvedReference;
+use kinfer_api::aim::template::AIMTemplateCachingConfig;
 use kinfer_api::aim::{
     AIMClusterServiceTemplate, AIMGpuRequirements, AIMHardwareRequirements, AIMServiceTemplate,
-    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus,
+    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
 };
 use kinfer_api::kserve::{ClusterServingRuntime, ServingRuntime};
 use kinfer_builders::kserve::{Gpu, RuntimeInput};
@@ -68,6 +71,12 @@ pub trait TemplateKind:
     fn common(&self) -> &AIMServiceTemplateSpecCommon;
     /// The status.
     fn template_status(&self) -> Option<&AIMServiceTemplateStatus>;
+    /// Whether the kind can cache its model sources (`spec.caching`; namespace templates).
+    const CACHES: bool = false;
+    /// `spec.caching`, for kinds that have it.
+    fn caching(&self) -> Option<&AIMTemplateCachingConfig> {
+        None
+    }
     /// The serving runtime.
     fn runtime(
         input: &RuntimeInput,
@@ -79,8 +88,12 @@ impl TemplateKind for AIMServiceTemplate {
     type Runtime = ServingRuntime;
     const CONTROLLER: &'static str = scheme::controller::TEMPLATE;
     const RUNTIME_COMPONENT: &'static str = "ServingRuntime";
+    const CACHES: bool = true;
     fn common(&self) -> &AIMServiceTemplateSpecCommon {
         &self.spec.common
+    }
+    fn caching(&self) -> Option<&AIMTemplateCachingConfig> {
+        self.spec.caching.as_ref()
     }
     fn template_status(&self) -> Option<&AIMServiceTemplateStatus> {
         self.status.as_ref()
@@ -221,18 +234,24 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
     type PlanError = TemplatePlanError;
 
     fn child_kinds(&self) -> Vec<ChildKind> {
-        vec![
+        let mut kinds = vec![
             ChildKind::of::<k8s_openapi::api::batch::v1::Job>(),
             ChildKind::of::<K::Runtime>(),
-        ]
+        ];
+        if K::CACHES {
+            kinds.push(ChildKind::of::<AIMTemplateCache>());
+        }
+        kinds
     }
 
     async fn fetch(&self, client: &Client, object: &K, children: &Children) -> Fetched {
         // The watch cache may not show the status this controller just wrote (a profile):
         // an undiscovered template is re-read so a finished discovery is never run twice.
+        // Inline sources never get a profile: nothing to re-read.
         let fresh = if object
             .template_status()
             .is_some_and(|s| s.profile.is_some())
+            || !object.common().model_sources.is_empty()
         {
             None
         } else {
@@ -255,7 +274,10 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
                 .and_then(|r| r.uid.as_deref()),
             manager: &manager,
         };
-        fetch::fetch(&self.ctx, client, facts, children).await
+        let mut fetched = fetch::fetch(&self.ctx, client, facts, children).await;
+        fetched.fresh_status = fresh.as_ref().and_then(|f| f.template_status().cloned());
+        fetched.cache_by_name = cache_by_name(client, object, children).await;
+        fetched
     }
 
     fn compose(
@@ -264,7 +286,10 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
         children: &Children,
         fetched: Fetched,
     ) -> Observation<TemplateState> {
-        let status = object.template_status();
+        // The status fetch decided on: re-read when the cached copy had no profile yet.
+        let fresh = fetched.fresh_status.clone();
+        let fetched_cache = fetched.cache_by_name.clone();
+        let status = fresh.as_ref().or_else(|| object.template_status());
         let runtime_exists = children
             .fetch::<K::Runtime>(object.meta().namespace.as_deref(), &object.name_any())
             .is_ok_and(|r| r.is_some());
@@ -286,6 +311,30 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
             runtime_exists,
             self.ctx.settings.discovery.max_active,
         );
+        let mut state = state;
+        if K::CACHES {
+            let (name, ns) = (object.name_any(), object.namespace().unwrap_or_default());
+            let live = children
+                .typed::<AIMTemplateCache>(Some(&ns), &name)
+                .ok()
+                .flatten()
+                .or(fetched_cache);
+            let live = match live {
+                None => cache::LiveCache::Absent,
+                Some(c) if controlled_by(&c, object.uid().as_deref()) => {
+                    cache::LiveCache::Own(Box::new(c))
+                }
+                Some(_) => cache::LiveCache::Foreign,
+            };
+            let sources_known = !state.model_sources.is_empty();
+            state.cache = cache::compose(
+                (&name, &ns),
+                object.common(),
+                object.caching(),
+                sources_known,
+                live,
+            );
+        }
         let mut obs = Observation::new(state);
         obs.components = components;
         if let Some(rc) = &obs.state.runtime_config {
@@ -323,6 +372,9 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
                 .map_err(TemplatePlanError::BuildRuntime)?;
             plan.apply.push(DesiredObject::from_typed(&rt)?);
         }
+        if let Some(c) = state.cache.as_ref().and_then(|c| c.desired.as_ref()) {
+            plan.apply.push(DesiredObject::from_typed(c)?);
+        }
         plan.requeue_after = match &state.decision {
             Decision::Failed {
                 retry_in: Some(d), ..
@@ -350,6 +402,15 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
             &Reason::custom(reason),
             message,
         );
+        if let Some(c) = &observation.state.cache {
+            let (ok, reason, message) = c.condition();
+            conditions.set(
+                &ConditionType::Domain(cache::CACHE_WARM.into()),
+                ConditionStatus::from_bool(ok),
+                &Reason::custom(reason),
+                message,
+            );
+        }
     }
 
     fn status(
@@ -360,7 +421,6 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
         conditions: Vec<Condition>,
     ) -> serde_json::Value {
         let state = &observation.state;
-        let previous = object.template_status();
         let hw = resolved_hardware(object.common(), state);
         let gpu_meta = state.profile.as_ref().and_then(|p| p.metadata.as_ref());
         let summary = gpu::summary(
@@ -388,7 +448,10 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
             model_sources: state.model_sources.clone(),
             observed_generation: object.meta().generation,
             profile: state.profile.clone(),
-            resolved_cache: previous.and_then(|p| p.resolved_cache.clone()),
+            resolved_cache: state
+                .cache
+                .as_ref()
+                .and_then(cache::TemplateCache::reference),
             resolved_hardware: hw,
             resolved_model: state.model.as_ref().map(|m| m.reference.clone()),
             resolved_node_affinity: state.node_affinity().cloned(),
@@ -397,6 +460,35 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
         };
         serde_json::to_value(s).unwrap_or_default()
     }
+}
+
+/// The cache of the template's name when caching is on and it is not among the children
+/// (see [`fetch::Fetched::cache_by_name`]); a failed read counts as absent (the apply that
+/// follows reads the name again and refuses a foreign object).
+async fn cache_by_name<K: TemplateKind>(
+    client: &Client,
+    object: &K,
+    children: &Children,
+) -> Option<AIMTemplateCache> {
+    if !K::CACHES || !object.caching().is_some_and(|c| c.enabled) {
+        return None;
+    }
+    let (name, ns) = (object.name_any(), object.namespace()?);
+    if children
+        .typed::<AIMTemplateCache>(Some(&ns), &name)
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return None;
+    }
+    let api: kube::Api<AIMTemplateCache> = kube::Api::namespaced(client.clone(), &ns);
+    api.get_opt(&name).await.ok().flatten()
+}
+
+/// Whether `cache` has a controller reference to the object of `uid`.
+fn controlled_by(cache: &AIMTemplateCache, uid: Option<&str>) -> bool {
+    uid.is_some() && scheme::controller_uid(&cache.metadata) == uid
 }
 
 async fn fresh<K: TemplateKind>(client: &Client, object: &K) -> Option<K> {

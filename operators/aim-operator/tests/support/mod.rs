@@ -216,6 +216,22 @@ pub fn echo_hook(override_for: fn(&str) -> Option<String>) -> kinfer_testkit::si
     })
 }
 
+/// The reference a template's fetch builds for namespace model `m` (to compute its discovery
+/// Job's name before the Job exists).
+pub fn model_ref(m: &kinfer_api::aim::AIMModel) -> aim_operator::template::fetch::ModelRef {
+    use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
+    aim_operator::template::fetch::ModelRef {
+        reference: ResolvedReference {
+            kind: Some("AIMModel".into()),
+            name: m.metadata.name.clone(),
+            namespace: m.metadata.namespace.clone(),
+            scope: Some(ResolutionScope::Namespace),
+            uid: m.metadata.uid.clone(),
+        },
+        spec: m.spec.clone(),
+    }
+}
+
 /// The condition of `type_` in a status' conditions.
 pub fn condition<'a>(
     conditions: &'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],

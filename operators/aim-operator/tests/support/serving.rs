@@ -19,7 +19,7 @@ use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
-use super::{Env, apply_json, condition, echo_hook};
+use super::{Env, NS, apply_json, condition, echo_hook};
 
 /// The AIM image of the test models.
 pub const IMAGE: &str = "ghcr.io/silogen/aim-dummy:0.1.0";
@@ -178,4 +178,31 @@ pub fn valid<K: CustomResourceExt + serde::Serialize>(obj: &K) {
 /// And, for the kinds upstream defines, against upstream's CRD.
 pub fn valid_upstream(file: &str, obj: &serde_json::Value) {
     valid_against("reference/aim/crds", file, "v1alpha1", obj);
+}
+
+/// Discovery answers with its profile, size checks with 500 MB, downloads log nothing.
+pub fn sample_hook() -> kinfer_testkit::simulator::LogHook {
+    let discovery = discovery_hook();
+    Arc::new(move |ns: &str, name: &str, pod: &serde_json::Value| {
+        if pod["spec"]["containers"][0]["name"] == "check-size" {
+            let uri = pod["spec"]["containers"][0]["command"][1].clone();
+            Some(json!({"url": uri, "sizeBytes": 500_000_000}).to_string())
+        } else {
+            discovery(ns, name, pod)
+        }
+    })
+}
+
+/// The template the template-cache sample (10) names, of model `model`: inline sources, so no
+/// discovery is needed.
+pub async fn happy_path_template(env: &Env, model: &str) {
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    apply_json(
+        &templates,
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
+               "metadata": {"name": "happy-path-namespace", "namespace": NS},
+               "spec": {"modelName": model,
+                        "modelSources": [{"modelId": "org/happy", "sourceUri": "hf://org/happy", "size": "1Gi"}]}}),
+    )
+    .await;
 }

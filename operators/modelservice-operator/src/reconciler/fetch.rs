@@ -2,7 +2,9 @@
 //!
 //! Contract: reads only, never fails as a whole (errors are kept per item). It snapshots the
 //! optional CRDs once, so compose and plan of one reconcile agree, and reads the Endpoint
-//! Picker's ClusterRoleBinding by name: the engine lists only namespaced children, and the
+//! Picker's ClusterRoleBinding from the controllers' view of the marked bindings
+//! ([`ClusterBindings`]) or, when the view does not hold it (not created yet, or unmarked:
+//! upstream's), by name: the engine lists only namespaced children, and the
 //! name (`<namespace>-<epp>`) is ambiguous across namespaces (`a-b`/`c` and `a`/`b-c` both give
 //! `a-b-c-epp`), so [`cluster_rbac_owner`] decides from the binding's parent labels whether it
 //! is this ModelService's.
@@ -13,6 +15,7 @@ use kinfer_builders::{labels, naming};
 use kinfer_state::health::FetchResult;
 use kube::{Api, Client, ResourceExt};
 
+use crate::cluster_bindings::ClusterBindings;
 use crate::config::OperatorConfig;
 use crate::optional_crds::OptionalCrds;
 
@@ -88,19 +91,23 @@ pub fn cluster_rbac_owner(binding: &ClusterRoleBinding, ms: &ModelService) -> Cl
     }
 }
 
-/// Reads the dependencies of `ms`.
+/// Reads the dependencies of `ms`; the binding from `bindings` when that view holds it.
 pub async fn fetch(
     client: &Client,
     ms: &ModelService,
     config: &OperatorConfig,
     crds: OptionalCrds,
+    bindings: Option<&ClusterBindings>,
 ) -> Fetched {
     let cluster_binding = match (config.metrics_endpoint_auth, cluster_rbac_name(ms)) {
-        (true, Some(name)) => Some(
-            Api::<ClusterRoleBinding>::all(client.clone())
-                .get_opt(&name)
-                .await,
-        ),
+        (true, Some(name)) => Some(match bindings.and_then(|view| view.get(&name)) {
+            Some(cached) => Ok(Some(cached)),
+            None => {
+                Api::<ClusterRoleBinding>::all(client.clone())
+                    .get_opt(&name)
+                    .await
+            }
+        }),
         _ => None,
     };
     Fetched {

@@ -33,6 +33,7 @@ use kinfer_state::{CategorizedError, LabelScheme, OverallStatus};
 use kube::Client;
 use kube::core::DynamicObject;
 
+use crate::cluster_bindings::ClusterBindings;
 use crate::config::{OperatorConfig, ParseFlagError};
 use crate::optional_crds::OptionalCrds;
 
@@ -107,6 +108,7 @@ impl Categorize for PlanError {
 pub struct ModelServicePipeline {
     config: Arc<OperatorConfig>,
     crds: OptionalCrds,
+    bindings: Option<Arc<ClusterBindings>>,
 }
 
 impl ModelServicePipeline {
@@ -115,16 +117,27 @@ impl ModelServicePipeline {
         Self {
             config: Arc::new(config),
             crds,
+            bindings: None,
         }
     }
 
-    /// The same pipeline for another set of optional CRDs.
+    /// The same pipeline for another set of optional CRDs (and no binding view: each start of
+    /// the controllers watches afresh).
     #[must_use]
     pub fn with_crds(&self, crds: OptionalCrds) -> Self {
         Self {
             config: Arc::clone(&self.config),
             crds,
+            bindings: None,
         }
+    }
+
+    /// This pipeline reading the metrics-auth ClusterRoleBindings from `bindings` (fed by the
+    /// controllers' watch) before it reads one by name.
+    #[must_use]
+    pub fn with_bindings(mut self, bindings: Arc<ClusterBindings>) -> Self {
+        self.bindings = Some(bindings);
+        self
     }
 
     /// The operator configuration.
@@ -178,7 +191,14 @@ impl Pipeline for ModelServicePipeline {
     }
 
     async fn fetch(&self, client: &Client, object: &ModelService, _children: &Children) -> Fetched {
-        fetch::fetch(client, object, &self.config, self.crds()).await
+        fetch::fetch(
+            client,
+            object,
+            &self.config,
+            self.crds(),
+            self.bindings.as_deref(),
+        )
+        .await
     }
 
     fn compose(

@@ -32,7 +32,7 @@ async fn read_now(env: &Env) -> Engine<ZerfooPipeline> {
     for kind in pipeline.child_kinds() {
         let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), NS, &kind.resource);
         for o in api.list(&ListParams::default()).await.unwrap() {
-            index.apply(&kind, o);
+            index.apply(&kind, &o);
         }
         index.mark_synced(&kind);
     }

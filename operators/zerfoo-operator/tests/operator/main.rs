@@ -12,3 +12,4 @@ mod reliability;
 mod run;
 mod upstream;
 mod validation;
+mod watches;

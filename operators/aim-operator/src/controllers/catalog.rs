@@ -1,0 +1,235 @@
+//! The catalog controllers (AIM part 1): models, templates, runtime configs and model
+//! sources, and the watches they share.
+//!
+//! Contract: runtime config changes re-enqueue the objects that name them
+//! ([`with_config_watches`]; cluster configs everywhere, namespace configs in their namespace);
+//! Secret changes (metadata only) re-enqueue the models and model sources that name them as
+//! pull secrets ([`with_secret_watches`]); templates watch their discovery Jobs, serving
+//! runtimes and (namespace templates) their own template cache, and are re-enqueued on GPU
+//! changes ([`super::gpu`]).
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kinfer_state::metrics::Metrics;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Secret;
+use kinfer_api::aim::{AIMClusterModelSource, AIMClusterRuntimeConfig, AIMRuntimeConfig};
+use kube::runtime::WatchStreamExt;
+
+use super::gpu::gpu_templates;
+use super::{Guarded, base, children_config, drive, engine, object_ref, owner_of};
+use crate::context::Context;
+use crate::model::{ModelKind, ModelPipeline};
+use crate::model_source::ModelSourcePipeline;
+use crate::runtime_config::{RuntimeConfigKind, RuntimeConfigPipeline, resolve};
+use crate::scheme;
+use crate::template::{TemplateKind, TemplatePipeline};
+
+/// Re-enqueues everything in `store` that names runtime config `name` (cluster configs:
+/// everywhere; namespace configs: in their namespace).
+fn by_runtime_config<K>(
+    store: Store<Guarded<K>>,
+    name_of: fn(&K) -> Option<&str>,
+) -> impl Fn(&str, Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    Guarded<K>: Resource<DynamicType = ()>,
+{
+    move |config: &str, namespace: Option<&str>| {
+        store
+            .state()
+            .iter()
+            .filter_map(|g| g.0.as_ref().ok())
+            .filter(|o| namespace.is_none() || o.meta().namespace.as_deref() == namespace)
+            .filter(|o| resolve::effective_name(name_of(o)) == config)
+            .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
+            .collect()
+    }
+}
+
+pub(super) fn with_config_watches<K>(
+    c: Controller<Guarded<K>>,
+    client: &Client,
+    name_of: fn(&K) -> Option<&str>,
+) -> Controller<Guarded<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let by_ns = by_runtime_config(c.store(), name_of);
+    let by_cluster = by_runtime_config(c.store(), name_of);
+    c.watches(
+        Api::<AIMRuntimeConfig>::all(client.clone()),
+        watcher::Config::default(),
+        move |rc| by_ns(&rc.name_any(), rc.meta().namespace.as_deref()),
+    )
+    .watches(
+        Api::<AIMClusterRuntimeConfig>::all(client.clone()),
+        watcher::Config::default(),
+        move |rc| by_cluster(&rc.name_any(), None),
+    )
+}
+
+pub(super) fn model_controller<K: ModelKind>(
+    client: &Client,
+    ctx: &Arc<Context>,
+    metrics: &Metrics,
+    n: u16,
+    namespaced: bool,
+    shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()> {
+    let engine = engine(
+        client,
+        ModelPipeline::<K>::new(Arc::clone(ctx)),
+        K::CONTROLLER,
+        metrics,
+    );
+    let c = base::<K>(client, n).watches(
+        Api::<K::Template>::all(client.clone()),
+        children_config(K::CONTROLLER),
+        owner_of::<K, K::Template>(namespaced),
+    );
+    let c = with_config_watches(c, client, |m: &K| {
+        m.model_spec().runtime_config_name.as_deref()
+    });
+    let system = ctx.settings.system_namespace.clone();
+    let c = with_secret_watches(c, client, move |m: &K| {
+        let ns = m.meta().namespace.clone().unwrap_or_else(|| system.clone());
+        (ns, m.model_spec().image_pull_secrets.clone())
+    });
+    drive(c, engine, shutdown)
+}
+
+pub(super) fn template_controller<K, R>(
+    client: &Client,
+    ctx: &Arc<Context>,
+    metrics: &Metrics,
+    (n, namespaced): (u16, bool),
+    gpu_changes: watch::Receiver<u64>,
+    shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()>
+where
+    K: TemplateKind<Runtime = R>,
+    R: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let engine = engine(
+        client,
+        TemplatePipeline::<K>::new(Arc::clone(ctx)),
+        K::CONTROLLER,
+        metrics,
+    );
+    let c = base::<K>(client, n)
+        .watches(
+            Api::<Job>::all(client.clone()),
+            children_config(K::CONTROLLER),
+            owner_of::<K, Job>(namespaced),
+        )
+        .watches(
+            Api::<R>::all(client.clone()),
+            children_config(K::CONTROLLER),
+            owner_of::<K, R>(namespaced),
+        );
+    // A template that caches its sources reports its cache (`CacheWarm`, `resolvedCache`).
+    let c = if K::CACHES {
+        c.watches(
+            Api::<kinfer_api::aim::AIMTemplateCache>::all(client.clone()),
+            children_config(K::CONTROLLER),
+            owner_of::<K, kinfer_api::aim::AIMTemplateCache>(namespaced),
+        )
+    } else {
+        c
+    };
+    let c = gpu_templates(c, gpu_changes);
+    let c = with_config_watches(c, client, |t: &K| t.common().runtime_config_name.as_deref());
+    drive(c, engine, shutdown)
+}
+
+pub(super) fn config_controller<K: RuntimeConfigKind>(
+    client: &Client,
+    ctx: &Arc<Context>,
+    metrics: &Metrics,
+    n: u16,
+    shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()> {
+    let engine = engine(
+        client,
+        RuntimeConfigPipeline::<K>::new(Arc::clone(ctx)),
+        K::CONTROLLER,
+        metrics,
+    );
+    drive(base::<K>(client, n), engine, shutdown)
+}
+
+pub(super) fn source_controller(
+    client: &Client,
+    ctx: &Arc<Context>,
+    metrics: &Metrics,
+    n: u16,
+    shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()> {
+    let engine = engine(
+        client,
+        ModelSourcePipeline::new(Arc::clone(ctx)),
+        scheme::controller::MODEL_SOURCE,
+        metrics,
+    );
+    let system = ctx.settings.system_namespace.clone();
+    let c = with_secret_watches(
+        base::<AIMClusterModelSource>(client, n),
+        client,
+        move |s: &AIMClusterModelSource| (system.clone(), s.spec.image_pull_secrets.clone()),
+    );
+    drive(c, engine, shutdown)
+}
+
+/// Re-enqueues the objects that name a changed Secret as an image pull secret, so fixing a
+/// Secret after a `SecretNotFound` or Auth failure retries at once (NOTES section g #8).
+/// Name-scoped: `secrets_of` gives an object's pull secrets and the namespace they are read
+/// from; only Secret metadata is watched, so no secret data reaches the operator this way.
+fn with_secret_watches<K>(
+    c: Controller<Guarded<K>>,
+    client: &Client,
+    secrets_of: impl Fn(
+        &K,
+    ) -> (
+        String,
+        Vec<k8s_openapi::api::core::v1::LocalObjectReference>,
+    ) + Send
+    + Sync
+    + 'static,
+) -> Controller<Guarded<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let store = c.store();
+    let secrets = watcher(
+        Api::<kube::core::PartialObjectMeta<Secret>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
+    c.watches_stream(
+        secrets,
+        move |secret: kube::core::PartialObjectMeta<Secret>| {
+            let namespace = secret.metadata.namespace.unwrap_or_default();
+            let name = secret.metadata.name.unwrap_or_default();
+            store
+                .state()
+                .iter()
+                .filter_map(|g| g.0.as_ref().ok())
+                .filter(|o| {
+                    let (ns, refs) = secrets_of(o);
+                    ns == namespace && refs.iter().any(|r| r.name == name)
+                })
+                .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
+                .collect::<Vec<_>>()
+        },
+    )
+}

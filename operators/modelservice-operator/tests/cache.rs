@@ -1,0 +1,77 @@
+//! Children from the controller's watch caches (`kinfer_state::child_watch` feeding the
+//! engine's `OwnerIndex`, wired in `controller::run`): once the watches have listed, the
+//! reconciles that repair a deleted child send no LIST at all, where a reconcile without the
+//! cache LISTs each of the eleven owned kinds. Fetch reads the metrics-auth ClusterRoleBinding
+//! from the controllers' watch of it, so the only reads of it left are the engine's, one per
+//! reconcile like those of the ClusterRole (without the view, fetch doubles them).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Harness, TIMEOUT, minimal};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams};
+
+/// The EPP plugins ConfigMap of `ms` in `default`, as stored (read in-process: not a request).
+fn config_map_uid(h: &Harness, ms: &str) -> Option<String> {
+    h.cluster
+        .objects("", "configmaps")
+        .iter()
+        .find(|c| {
+            c["metadata"]["namespace"] == "default"
+                && c["metadata"]["name"] == format!("{ms}-epp-config").as_str()
+        })
+        .and_then(|c| c["metadata"]["uid"].as_str().map(str::to_owned))
+}
+
+#[tokio::test]
+async fn repairing_a_deleted_child_reads_children_from_the_watch_caches_without_a_list() {
+    let h = Harness::start().await;
+    h.create(&minimal("cached", "default")).await;
+    h.wait_ready("default", "cached").await;
+    let before = config_map_uid(&h, "cached").expect("the EPP ConfigMap");
+
+    h.cluster.counters().reset();
+    Api::<ConfigMap>::namespaced(h.client.clone(), "default")
+        .delete("cached-epp-config", &DeleteParams::default())
+        .await
+        .expect("delete");
+    // Polled in-process, so the wait itself sends no request. The server stores the object
+    // before it counts the request, so the wait also covers the count.
+    let started = Instant::now();
+    loop {
+        let recreated = config_map_uid(&h, "cached").is_some_and(|uid| uid != before);
+        if recreated && h.cluster.counters().count("patch", Some("configmaps")) >= 1 {
+            break;
+        }
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "the ConfigMap was not recreated within {TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let requests = h.cluster.counters().snapshot();
+    let lists: Vec<_> = requests
+        .iter()
+        .filter(|((verb, _, _), _)| verb == "list")
+        .collect();
+    assert!(lists.is_empty(), "reconciles LISTed: {lists:?}");
+    let applies = h.cluster.counters().count("patch", Some("configmaps"));
+    assert_eq!(applies, 1, "{requests:?}");
+    let roles = h.cluster.counters().count("get", Some("clusterroles"));
+    let bindings = h
+        .cluster
+        .counters()
+        .count("get", Some("clusterrolebindings"));
+    assert!(
+        roles >= 1,
+        "no reconcile read the cluster RBAC: {requests:?}"
+    );
+    assert_eq!(
+        bindings, roles,
+        "fetch read the binding by name: {requests:?}"
+    );
+}
