@@ -530,6 +530,22 @@ pub async fn delete(
     key: &ObjectKey,
     uid: Option<&str>,
 ) -> Result<bool, ApplyError> {
+    delete_exact(&api(client, kind, key.namespace.as_deref()), &key.name, uid)
+        .await
+        .map_err(|source| ApplyError::DeleteChild {
+            child: key.clone(),
+            source: Box::new(source),
+        })
+}
+
+/// Delete `name` through `api` only while it is still the object with UID `uid` (no
+/// precondition when `None`), with background propagation; a 404 (gone) or 409 (the name now
+/// belongs to another object) is success. Returns true when a delete was accepted. The one
+/// rule for deleting an object we looked at, for the engine and for operators' own cleanup.
+pub async fn delete_exact<K>(api: &Api<K>, name: &str, uid: Option<&str>) -> kube::Result<bool>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let mut dp = DeleteParams::background();
     if let Some(uid) = uid {
         dp.preconditions = Some(Preconditions {
@@ -537,16 +553,10 @@ pub async fn delete(
             resource_version: None,
         });
     }
-    match api(client, kind, key.namespace.as_deref())
-        .delete(&key.name, &dp)
-        .await
-    {
+    match api.delete(name, &dp).await {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.is_not_found() || s.code == 409 => Ok(false),
-        Err(source) => Err(ApplyError::DeleteChild {
-            child: key.clone(),
-            source: Box::new(source),
-        }),
+        Err(e) => Err(e),
     }
 }
 

@@ -37,8 +37,9 @@ use kinfer_api::modelservice::ModelService;
 use kinfer_builders::labels::{parent_ref, parent_selector};
 use kinfer_builders::naming;
 use kinfer_operator::controller::marker_selector;
+use kinfer_state::apply::delete_exact;
 use kinfer_state::{CategorizedError, Direction, categorized_kube_error};
-use kube::api::{DeleteParams, ListParams, Preconditions};
+use kube::api::ListParams;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
@@ -85,13 +86,8 @@ where
         if parents.get_metadata_opt(&name).await?.is_some() {
             continue;
         }
-        match api
-            .delete(&object.name_any(), &uid_precondition(object.uid()))
-            .await
-        {
-            Ok(_) => deleted += 1,
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-            Err(e) => return Err(e),
+        if delete_exact(api, &object.name_any(), object.uid().as_deref()).await? {
+            deleted += 1;
         }
     }
     Ok(deleted)
@@ -115,17 +111,6 @@ pub async fn sweep_orphans(client: &Client, namespaces: &[String]) -> Result<usi
     Ok(bindings + roles)
 }
 
-/// Delete parameters with `uid` as precondition (an object replaced meanwhile is not touched).
-fn uid_precondition(uid: Option<String>) -> DeleteParams {
-    DeleteParams {
-        preconditions: Some(Preconditions {
-            uid,
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    }
-}
-
 /// Deletes every object of kind `K` that `selector` finds and whose parent is exactly
 /// `(namespace, name)`; returns how many were deleted.
 async fn delete_labelled<K>(
@@ -143,13 +128,8 @@ where
             // A hashed name label shared with another parent: the annotation tells them apart.
             continue;
         }
-        match api
-            .delete(&object.name_any(), &uid_precondition(object.uid()))
-            .await
-        {
-            Ok(_) => deleted += 1,
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-            Err(e) => return Err(e),
+        if delete_exact(api, &object.name_any(), object.uid().as_deref()).await? {
+            deleted += 1;
         }
     }
     Ok(deleted)
@@ -174,15 +154,7 @@ async fn delete_upstream(client: &Client, ms: &ModelService) -> Result<usize, ku
     {
         return Ok(0);
     }
-    let mut deleted = 0;
-    match bindings
-        .delete(&name, &uid_precondition(binding.uid()))
-        .await
-    {
-        Ok(_) => deleted += 1,
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-        Err(e) => return Err(e),
-    }
+    let mut deleted = usize::from(delete_exact(&bindings, &name, binding.uid().as_deref()).await?);
     if binding.role_ref.kind != "ClusterRole" {
         return Ok(deleted);
     }
@@ -193,14 +165,7 @@ async fn delete_upstream(client: &Client, ms: &ModelService) -> Result<usize, ku
     if !adopt::adoptable_meta(ms, &role.metadata) {
         return Ok(deleted);
     }
-    match roles
-        .delete(&role.name_any(), &uid_precondition(role.uid()))
-        .await
-    {
-        Ok(_) => deleted += 1,
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-        Err(e) => return Err(e),
-    }
+    deleted += usize::from(delete_exact(&roles, &role.name_any(), role.uid().as_deref()).await?);
     Ok(deleted)
 }
 
@@ -223,17 +188,8 @@ async fn delete_token_secret(client: &Client, ms: &ModelService) -> Result<(), k
     if !label_scheme().is_child_of(secret.metadata.labels.as_ref(), &ms.name_any()) {
         return Ok(());
     }
-    match api
-        .delete(
-            name.as_str(),
-            &uid_precondition(secret.metadata.uid.clone()),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
+    delete_exact(&api, name.as_str(), secret.metadata.uid.as_deref()).await?;
+    Ok(())
 }
 
 /// Deletes the cluster RBAC of `ms`, and with `token_secret` (metrics auth turned off) its
