@@ -11,9 +11,10 @@ use anyhow::Result;
 use crate::ci::{cargo, step};
 
 /// The operator package each scenario runs.
-const OPERATORS: [(&str, &str); 2] = [
+const OPERATORS: [(&str, &str); 3] = [
     ("zerfoo", "zerfoo-operator"),
     ("modelservice", "modelservice-operator"),
+    ("aim", "aim-operator"),
 ];
 
 /// The operator packages `args` need: the named scenario's, or all of them.
@@ -69,6 +70,10 @@ mod tests {
             ["kinfer-bench", "zerfoo-operator"]
         );
         assert_eq!(packages(&args(&["--scenario=bogus"])), ["kinfer-bench"]);
+        assert_eq!(
+            packages(&args(&["--scenario=aim"])),
+            ["kinfer-bench", "aim-operator"]
+        );
         assert_eq!(
             packages(&args(&["--json"])).len(),
             1 + super::OPERATORS.len()

@@ -12,11 +12,13 @@
 //! operator's requests only.
 //!
 //! Modules: [`scenario`] (what each operator is given and what convergence means),
+//! [`conflicts`] (409s as notes),
 //! [`operator`] (the child process), [`rss`] (memory), [`prom`] (scraping and histogram
 //! quantiles), [`report`] (the table and JSON), [`run`] (the phases of one scenario).
 //!
 //! The fault-matrix and bad-input suites live in `tests/` and run the operators in-process.
 
+pub mod conflicts;
 pub mod operator;
 pub mod prom;
 pub mod report;

@@ -13,7 +13,7 @@ use kinfer_bench::run::{Settings, run};
 use kinfer_bench::scenario::Scenario;
 
 /// Scenarios in `--scenario all` order.
-const ALL: [&str; 2] = ["zerfoo", "modelservice"];
+const ALL: [&str; 3] = ["zerfoo", "modelservice", "aim"];
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,7 +21,7 @@ const ALL: [&str; 2] = ["zerfoo", "modelservice"];
     about = "Operator benchmarks on the kinfer test cluster"
 )]
 struct Args {
-    /// zerfoo, modelservice, or all.
+    /// zerfoo, modelservice, aim, or all.
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Custom resources per run (repeatable: one run per value).
@@ -118,9 +118,28 @@ fn main() -> Result<()> {
                 r.n,
                 joined(&r.requests_per_cr_by_resource)
             );
+            if let (Some(s), Some(w)) = (r.catalog_s, r.catalog_writes) {
+                let by: Vec<String> = r
+                    .catalog_requests
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                println!(
+                    "- {} n={}: catalog settled in {s:.1} s, {w} writes; requests: {}",
+                    r.scenario,
+                    r.n,
+                    by.join(", ")
+                );
+            }
             if let Some(p) = r.trickle_converge_p99_ms {
                 println!(
                     "- {} n={}: one CR at steady state, create to converged p99: {p:.0} ms",
+                    r.scenario, r.n
+                );
+            }
+            if let (Some(g), Some(c)) = (r.unrelated_rss_growth_mib, r.unrelated_control_rss_mib) {
+                println!(
+                    "- {} n={}: RSS over the unrelated re-list {g:+.1} MiB, over a control re-list without them {c:+.1} MiB",
                     r.scenario, r.n
                 );
             }

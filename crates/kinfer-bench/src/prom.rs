@@ -110,11 +110,23 @@ impl Histogram {
     }
 }
 
-/// One scrape: counters and histograms by metric name, summed over label sets.
+/// One scrape: counters and histograms by metric name and `controller` label, summed over
+/// the other labels.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
-    values: BTreeMap<String, f64>,
-    histograms: BTreeMap<String, BTreeMap<String, f64>>,
+    /// name → controller (empty when unlabelled) → value.
+    values: BTreeMap<String, BTreeMap<String, f64>>,
+    /// name → controller → `le` → count.
+    histograms: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
+}
+
+/// The value of label `key` in a `{k="v",...}` label text.
+fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
+    labels.split(',').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k.trim().trim_start_matches('{') == key)
+            .then(|| v.trim().trim_end_matches('}').trim_matches('"'))
+    })
 }
 
 impl Scrape {
@@ -132,19 +144,22 @@ impl Scrape {
                 continue;
             };
             let (name, labels) = series.split_once('{').unwrap_or((series, ""));
+            let controller = label(labels, "controller").unwrap_or_default().to_owned();
             if let Some(base) = name.strip_suffix("_bucket") {
-                let le = labels
-                    .split(',')
-                    .find_map(|kv| kv.trim().strip_prefix("le=\""))
-                    .map(|v| v.trim_end_matches(['"', '}']).to_owned())
-                    .unwrap_or_default();
+                let le = label(labels, "le").unwrap_or_default().to_owned();
                 *out.histograms
                     .entry(base.to_owned())
+                    .or_default()
+                    .entry(controller)
                     .or_default()
                     .entry(le)
                     .or_default() += value;
             } else {
-                *out.values.entry(name.to_owned()).or_default() += value;
+                *out.values
+                    .entry(name.to_owned())
+                    .or_default()
+                    .entry(controller)
+                    .or_default() += value;
             }
         }
         out
@@ -161,23 +176,48 @@ impl Scrape {
 
     /// A counter or gauge summed over its label sets (0 when absent).
     pub fn value(&self, name: &str) -> f64 {
-        self.values.get(name).copied().unwrap_or_default()
+        self.value_of(name, None)
+    }
+
+    /// A counter or gauge of one controller (`None`: summed over every label set).
+    pub fn value_of(&self, name: &str, controller: Option<&str>) -> f64 {
+        self.values
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(|(c, _)| controller.is_none_or(|want| c.as_str() == want))
+            .map(|(_, v)| v)
+            .sum()
     }
 
     /// A histogram summed over its label sets (empty when absent).
     pub fn histogram(&self, name: &str) -> Histogram {
-        let mut buckets: Vec<(f64, f64)> = self
+        self.histogram_of(name, None)
+    }
+
+    /// A histogram of one controller (`None`: summed over every label set).
+    pub fn histogram_of(&self, name: &str, controller: Option<&str>) -> Histogram {
+        let mut by_le: BTreeMap<&str, f64> = BTreeMap::new();
+        for (_, buckets) in self
             .histograms
             .get(name)
             .into_iter()
             .flatten()
+            .filter(|(c, _)| controller.is_none_or(|want| c.as_str() == want))
+        {
+            for (le, n) in buckets {
+                *by_le.entry(le).or_default() += n;
+            }
+        }
+        let mut buckets: Vec<(f64, f64)> = by_le
+            .into_iter()
             .filter_map(|(le, n)| {
                 let bound = if le == "+Inf" {
                     f64::INFINITY
                 } else {
                     le.parse().ok()?
                 };
-                Some((bound, *n))
+                Some((bound, n))
             })
             .collect();
         buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -219,6 +259,20 @@ kinfer_reconcile_duration_seconds_bucket{le="+Inf",controller="b"} 0
         let h = s.histogram(DURATION);
         assert_eq!(h.buckets, [(0.005, 1.0), (0.01, 3.0), (f64::INFINITY, 4.0)]);
         assert!((h.count() - 4.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn one_controller_is_read_apart() {
+        let s = Scrape::parse(TEXT);
+        assert!((s.value_of(RECONCILES, Some("b")) - 2.0).abs() < f64::EPSILON);
+        assert!((s.value_of(RECONCILES, Some("c"))).abs() < f64::EPSILON);
+        let a = s.histogram_of(DURATION, Some("a"));
+        assert_eq!(a.buckets, [(0.005, 1.0), (0.01, 3.0), (f64::INFINITY, 4.0)]);
+        let b = s.histogram_of(DURATION, Some("b"));
+        assert!(b.count().abs() < f64::EPSILON, "{b:?}");
+        assert_eq!(label(r#"{le="0.01",controller="a"}"#, "le"), Some("0.01"));
+        assert_eq!(label(r#"{controller="a"}"#, "controller"), Some("a"));
+        assert_eq!(label("", "controller"), None);
     }
 
     #[test]

@@ -14,6 +14,14 @@ pub struct Row {
     pub scenario: String,
     /// Custom resources created.
     pub n: usize,
+    /// From creating the scenario's catalog (what the CRs depend on, e.g. AIM models and
+    /// templates) until every catalog object settled, seconds; `null` without a catalog.
+    pub catalog_s: Option<f64>,
+    /// The operator's writes from creating the catalog until it went quiet: counted apart, not
+    /// in `writes_per_cr`.
+    pub catalog_writes: Option<u64>,
+    /// Requests by `"<verb> <resource>"` over the same window.
+    pub catalog_requests: BTreeMap<String, u64>,
     /// From the first create until every CR's status observed its generation and every child
     /// exists, seconds.
     pub convergence_s: Option<f64>,
@@ -51,12 +59,19 @@ pub struct Row {
     pub trickle_converge_p99_ms: Option<f64>,
     /// Resident memory once ready, before any CR, MiB.
     pub rss_idle_mib: Option<f64>,
+    /// Resident memory once the catalog settled, before any CR, MiB (`rss_per_1k_mib` is
+    /// measured from it).
+    pub rss_catalog_mib: Option<f64>,
     /// Peak resident memory (`VmHWM`) until the restart, MiB.
     pub rss_peak_mib: Option<f64>,
-    /// (resident memory at steady state − idle) per 1,000 CRs, MiB.
+    /// (resident memory at steady state − idle, or − catalog with a catalog) per 1,000 CRs,
+    /// MiB.
     pub rss_per_1k_mib: Option<f64>,
     /// Resident memory growth after the unrelated objects were created and re-listed, MiB.
     pub unrelated_rss_growth_mib: Option<f64>,
+    /// Resident memory growth over a re-list with nothing added, just before: the noise floor
+    /// of `unrelated_rss_growth_mib` (allocator retention, not cached objects), MiB.
+    pub unrelated_control_rss_mib: Option<f64>,
     /// Why figures are missing, and anything else a reader needs.
     pub notes: Vec<String>,
 }

@@ -1,9 +1,13 @@
 //! The phases of one scenario run, in order:
 //!
 //! 1. **Idle**: the cluster (simulated, in this process) serves the CRDs and namespaces; the
-//!    operator binary starts and goes quiet; its resident memory is the idle figure.
+//!    operator binary starts and goes quiet; its resident memory is the idle figure. A
+//!    scenario with a catalog (what the CRs depend on) creates it next: the time until it
+//!    settled, the operator's writes until it is quiet and its memory then are reported
+//!    apart, and the counters reset, so the per-CR figures hold the CRs' work only.
 //! 2. **Create**: N CRs are created in-process as fast as the store takes them; convergence is
-//!    every CR's `status.observedGeneration == metadata.generation` and every child present.
+//!    every CR's `status.observedGeneration == metadata.generation`, in the state the scenario
+//!    names ([`Scenario::converged`]), and every child present.
 //!    The operator's reconcile histogram over this window gives the create-path quantiles; the
 //!    counters until the operator is quiet give requests and writes per CR.
 //! 3. **Resyncs**: three times, the watch history is expired and every watch cut, so every
@@ -13,23 +17,28 @@
 //!    quiet are restart writes.
 //! 5. **Trickle**: CRs created one at a time at steady state give the event-to-reconcile
 //!    quantile (the operator's queue-wait histogram).
-//! 6. **Unrelated**: a forced re-list (the baseline), then Pods, Secrets and ConfigMaps in the
-//!    same namespaces and another forced re-list; the growth of resident memory between the
-//!    two is what unrelated objects cost.
+//! 6. **Unrelated**: a forced re-list (the baseline), a second one with nothing added (the
+//!    control: what a re-list alone moves resident memory by), then Pods, Secrets and
+//!    ConfigMaps in the same namespaces and another forced re-list; the growth of resident
+//!    memory over that last re-list is what unrelated objects cost, to be read against the
+//!    control.
 //!
 //! "Quiet" means no request reached the cluster and no reconcile ran for a whole window
 //! (bounded by the phase timeout: a figure taken after a timeout says so in `notes`).
+//! Reconcile counts and latencies are the CR's own controller's ([`Scenario::controller`]);
+//! quiet counts every controller.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kinfer_testkit::{CONFLICT_LOG, Conflict, TestCluster};
+use kinfer_testkit::{Conflict, TestCluster};
 
+use crate::conflicts::conflict_notes;
 use crate::operator::{Launch, Operator};
-use crate::prom::{DURATION, QUEUE_WAIT, RECONCILES};
+use crate::prom::{DURATION, Histogram, QUEUE_WAIT, RECONCILES, Scrape};
 use crate::report::Row;
-use crate::scenario::{Scenario, unrelated};
+use crate::scenario::{Catalog, Scenario, create, unrelated};
 
 /// How a run is sized and where it finds things.
 #[derive(Debug, Clone)]
@@ -181,7 +190,7 @@ impl Bench<'_> {
     /// Expires the watch history and cuts every watch; waits until every CR was reconciled
     /// again and the operator is quiet. False when that did not happen in time.
     async fn resync(&mut self, op: &Operator, what: &str) -> Result<bool> {
-        let before = op.scrape().await?.value(RECONCILES);
+        let before = self.reconciles(op).await?;
         let faults = self.cluster.faults();
         let started = Instant::now();
         faults.expire_history();
@@ -203,7 +212,7 @@ impl Bench<'_> {
     async fn wait_reconciles(&mut self, op: &Operator, before: f64, what: &str) -> Result<bool> {
         let deadline = Instant::now() + self.settings.timeout;
         let want = before + self.created as f64;
-        while op.scrape().await?.value(RECONCILES) < want {
+        while self.reconciles(op).await? < want {
             if Instant::now() > deadline {
                 self.row.notes.push(format!(
                     "{what}: fewer than one reconcile per CR within {:?}",
@@ -214,6 +223,68 @@ impl Bench<'_> {
             tokio::time::sleep(POLL).await;
         }
         Ok(true)
+    }
+
+    /// Reconciles of the CR's controller so far.
+    async fn reconciles(&self, op: &Operator) -> Result<f64> {
+        Ok(op
+            .scrape()
+            .await?
+            .value_of(RECONCILES, self.scenario.controller))
+    }
+
+    /// The CR controller's histogram `name` between two scrapes.
+    fn histogram(&self, name: &str, before: &Scrape, after: &Scrape) -> Histogram {
+        let c = self.scenario.controller;
+        after
+            .histogram_of(name, c)
+            .since(&before.histogram_of(name, c))
+    }
+
+    /// Creates the catalog and waits until it settled and the operator is quiet.
+    async fn catalog(&mut self, op: &Operator, catalog: &Catalog) -> Result<()> {
+        let started = Instant::now();
+        for object in (catalog.objects)() {
+            create(&self.cluster, object)?;
+        }
+        let deadline = started + self.settings.timeout;
+        let mut last_report = Instant::now();
+        loop {
+            let (settled, expected) = (catalog.progress)(&self.cluster);
+            if settled >= expected {
+                self.row.catalog_s = Some(started.elapsed().as_secs_f64());
+                break;
+            }
+            if Instant::now() > deadline {
+                self.row.notes.push(format!(
+                    "catalog: {settled} of {expected} settled within {:?}",
+                    self.settings.timeout
+                ));
+                break;
+            }
+            if last_report.elapsed() > Duration::from_secs(10) {
+                eprintln!(
+                    "  catalog: {settled}/{expected} settled after {:.0} s",
+                    started.elapsed().as_secs_f64()
+                );
+                last_report = Instant::now();
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        self.quiet(op, "catalog").await?;
+        self.row.catalog_writes = Some(self.cluster.counters().writes());
+        for ((verb, resource, _), count) in self.cluster.counters().snapshot() {
+            *self
+                .row
+                .catalog_requests
+                .entry(format!("{verb} {resource}"))
+                .or_default() += count;
+        }
+        self.row.notes.push(format!(
+            "catalog (created before the CRs, counted apart): {}",
+            catalog.describe
+        ));
+        Ok(())
     }
 
     fn reset_counters(&mut self) {
@@ -290,6 +361,21 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
     let idle = op.rss();
     b.row.rss_idle_mib = Some(idle.current_mib());
 
+    // 1. Catalog, if any.
+    let mut base = idle;
+    if let Some(catalog) = &b.scenario.catalog {
+        b.reset_counters();
+        b.catalog(&op, catalog).await?;
+        base = op.rss();
+        b.row.rss_catalog_mib = Some(base.current_mib());
+        eprintln!(
+            "  [{:.0} s] catalog settled in {:?} s, {:?} writes",
+            t.elapsed().as_secs_f64(),
+            b.row.catalog_s,
+            b.row.catalog_writes
+        );
+    }
+
     // 2. Create.
     b.reset_counters();
     let before = op.scrape().await?;
@@ -308,9 +394,7 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
     );
     b.row.convergence_s = b.converge(started, "create").await;
     let converged = op.scrape().await?;
-    let create = converged
-        .histogram(DURATION)
-        .since(&before.histogram(DURATION));
+    let create = b.histogram(DURATION, &before, &converged);
     b.row.create_p50_ms = ms(create.quantile(0.5));
     b.row.create_p99_ms = ms(create.quantile(0.99));
     b.quiet(&op, "after create").await?;
@@ -334,7 +418,7 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
     }
     let steady = op.rss();
     b.row.rss_per_1k_mib =
-        Some((steady.current_mib() - idle.current_mib()) * per(1000, b.settings.n));
+        Some((steady.current_mib() - base.current_mib()) * per(1000, b.settings.n));
     eprintln!(
         "  [{:.0} s] converged in {:?} s, {writes} writes",
         t.elapsed().as_secs_f64(),
@@ -350,7 +434,7 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
     }
     let after = op.scrape().await?;
     if complete {
-        let noop = after.histogram(DURATION).since(&before.histogram(DURATION));
+        let noop = b.histogram(DURATION, &before, &after);
         b.row.noop_p50_ms = ms(noop.quantile(0.5));
         b.row.noop_p99_ms = ms(noop.quantile(0.99));
         b.row.steady_state_writes = Some(b.cluster.counters().writes());
@@ -360,6 +444,7 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
             b.cluster.counters().writes()
         ));
     }
+    // Every controller's: the LISTs are every controller's too.
     let reconciles = after.value(RECONCILES) - before.value(RECONCILES);
     if reconciles > 0.0 {
         #[allow(clippy::cast_precision_loss)]
@@ -402,9 +487,7 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
             }
         }
         let after = op.scrape().await?;
-        let wait = after
-            .histogram(QUEUE_WAIT)
-            .since(&before.histogram(QUEUE_WAIT));
+        let wait = b.histogram(QUEUE_WAIT, &before, &after);
         b.row.event_to_reconcile_p99_ms = ms(wait.quantile(0.99));
         if b.row.event_to_reconcile_p99_ms.is_none() {
             b.row.notes.push(format!(
@@ -423,9 +506,16 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
     // 6. Unrelated objects.
     if b.settings.unrelated > 0 {
         // The baseline is taken after a re-list too, so the figure is what the unrelated
-        // objects add, not what any re-list leaves behind in the allocator.
+        // objects add, not what any re-list leaves behind in the allocator. A second re-list
+        // with nothing added is the control: how far a re-list alone moves resident memory
+        // (allocator retention and fragmentation), the noise floor of the figure.
         let baseline = b.resync(&op, "baseline re-list").await?;
+        let first = op.rss();
+        let control = b.resync(&op, "control re-list").await? && baseline;
         let before = op.rss();
+        if control {
+            b.row.unrelated_control_rss_mib = Some(before.current_mib() - first.current_mib());
+        }
         for i in 0..b.settings.unrelated {
             let (plural, v) = unrelated(i);
             let ns = v["metadata"]["namespace"]
@@ -438,7 +528,7 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
             }
         }
         b.quiet(&op, "unrelated objects").await?;
-        if b.resync(&op, "unrelated re-list").await? && baseline {
+        if b.resync(&op, "unrelated re-list").await? && control {
             b.row.unrelated_rss_growth_mib = Some(op.rss().current_mib() - before.current_mib());
         }
         eprintln!(
@@ -454,94 +544,9 @@ async fn phases(b: &mut Bench<'_>) -> Result<()> {
     Ok(())
 }
 
-/// How many kinds of conflict the notes describe.
-const CONFLICT_NOTES: usize = 5;
-
-/// One note per kind of 409 (client, verb, resource, message), most frequent first: who
-/// conflicted with whom (a server-side apply conflict names the managers owning the fields).
-/// The test cluster logs only the last [`CONFLICT_LOG`] 409s of each phase, so when `log`
-/// holds fewer than the `total` counted, a first note says the kinds are of those only.
-fn conflict_notes(log: &[Conflict], total: u64) -> Vec<String> {
-    let mut notes = Vec::new();
-    if (log.len() as u64) < total {
-        notes.push(format!(
-            "409 kinds below: of the last {CONFLICT_LOG} per phase ({} of {total} logged)",
-            log.len()
-        ));
-    }
-    let mut kinds: std::collections::BTreeMap<(&str, &str, &str, String), (usize, &str)> =
-        std::collections::BTreeMap::new();
-    for c in log {
-        // Messages quote the object's name; the kind of conflict is the rest.
-        let name = c.object.rsplit('/').next().unwrap_or_default();
-        let message = if name.is_empty() {
-            c.message.clone()
-        } else {
-            c.message.replace(&format!("\"{name}\""), "\"<name>\"")
-        };
-        let entry = kinds
-            .entry((&c.client, &c.verb, &c.resource, message))
-            .or_insert((0, &c.object));
-        entry.0 += 1;
-    }
-    let mut sorted: Vec<_> = kinds.into_iter().collect();
-    sorted.sort_by_key(|(_, (n, _))| std::cmp::Reverse(*n));
-    notes.extend(sorted.into_iter().take(CONFLICT_NOTES).map(
-        |((client, verb, resource, message), (n, example))| {
-            let message: String = message.chars().take(240).collect();
-            format!("409 x{n}: {client} {verb} {resource} (e.g. {example}): {message}")
-        },
-    ));
-    notes
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Conflict, conflict_notes, nearest_rank};
-
-    #[test]
-    fn conflicts_are_grouped_by_client_request_and_message() {
-        let c = |object: &str, message: &str| Conflict {
-            client: "op".into(),
-            verb: "patch".into(),
-            resource: "things".into(),
-            object: object.into(),
-            message: message.into(),
-        };
-        let log = [
-            c(
-                "ns/a",
-                "Operation cannot be fulfilled on things \"a\": modified",
-            ),
-            c(
-                "ns/b",
-                "Operation cannot be fulfilled on things \"b\": modified",
-            ),
-            c(
-                "ns/c",
-                "Apply failed with 1 conflict: conflict with \"x\": .spec",
-            ),
-        ];
-        let notes = conflict_notes(&log, 3);
-        assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(
-            notes[0].starts_with("409 x2: op patch things (e.g. ns/a)"),
-            "{notes:?}"
-        );
-        assert!(
-            notes[0].contains("things \"<name>\": modified"),
-            "{notes:?}"
-        );
-        assert!(notes[1].starts_with("409 x1:"), "{notes:?}");
-
-        // More counted than logged: the notes say they describe the logged ones only.
-        let notes = conflict_notes(&log, 300);
-        assert_eq!(notes.len(), 3, "{notes:?}");
-        assert!(
-            notes[0].contains("of the last 256 per phase (3 of 300 logged)"),
-            "{notes:?}"
-        );
-    }
+    use super::nearest_rank;
 
     #[test]
     fn nearest_rank_quantiles() {

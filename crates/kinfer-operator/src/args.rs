@@ -19,8 +19,15 @@
 //! `--leader-election-namespace` / `--leader-election-identity`, which default to the
 //! `POD_NAMESPACE` / `POD_NAME` environment variables (the downward API); with
 //! `--leader-elect` both must be known ([`CommonArgs::lease_settings`] says which is missing).
+//! The Lease timings `--lease-duration`, `--renew-deadline` and `--retry-period` are Go
+//! durations (`15s`, `1m30s`) with client-go's defaults (15 s, 10 s, 2 s) and must be ordered
+//! retry period < renew deadline < lease duration (a leader must give up before a candidate
+//! may take over, and retry at least once before it gives up). The lease duration is whole
+//! seconds (the Lease's `leaseDurationSeconds` is an integer, and the order is checked on the
+//! value written); the other two may be fractions of a second.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use kube::Client;
 
@@ -51,6 +58,40 @@ pub enum ArgsError {
         /// The environment variable.
         env: &'static str,
     },
+    /// The Lease timings are not ordered retry period < renew deadline < lease duration.
+    #[error(
+        "lease timings must satisfy --retry-period ({retry:?}) < --renew-deadline ({renew:?}) < --lease-duration ({lease:?})"
+    )]
+    LeaseTimings {
+        /// `--lease-duration`.
+        lease: Duration,
+        /// `--renew-deadline`.
+        renew: Duration,
+        /// `--retry-period`.
+        retry: Duration,
+    },
+}
+
+/// A positive Go duration (`15s`, `1m30s`, `500ms`), for the Lease timings.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    kinfer_api::schema::parse_duration_seconds(s)
+        .filter(|secs| *secs > 0.0 && *secs <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{s:?} is not a duration between 0 and 24h such as 15s or 1m30s"))
+}
+
+/// A positive whole number of seconds as a Go duration (`15s`, `1m`), for `--lease-duration`:
+/// the Lease records it as `leaseDurationSeconds`, an integer, so a fraction would be lost
+/// (and the ordering checked on a value other candidates never see).
+fn parse_whole_seconds(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.subsec_nanos() == 0 {
+        Ok(d)
+    } else {
+        Err(format!(
+            "{s:?} is not a whole number of seconds (the Lease records leaseDurationSeconds as an integer)"
+        ))
+    }
 }
 
 /// The common flags; see the module contract.
@@ -75,6 +116,18 @@ pub struct CommonArgs {
     /// This candidate's identity in the Lease (unique per replica).
     #[arg(long, env = "POD_NAME")]
     pub leader_election_identity: Option<String>,
+    /// How long a Lease record is valid without renewal: a candidate takes over a leader
+    /// silent for this long (Go duration).
+    /// Whole seconds: the Lease records it as an integer.
+    #[arg(long, default_value = "15s", value_parser = parse_whole_seconds)]
+    pub lease_duration: Duration,
+    /// How long a leader keeps leading without a successful renewal (below
+    /// `--lease-duration`).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub renew_deadline: Duration,
+    /// Time between attempts to acquire or renew the Lease (below `--renew-deadline`).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub retry_period: Duration,
     /// Namespace to watch (repeatable); all namespaces when absent.
     #[arg(long = "watch-namespace")]
     pub watch_namespaces: Vec<String>,
@@ -104,10 +157,18 @@ impl CommonArgs {
     }
 
     /// The Lease to campaign for, `None` without `--leader-elect`; `default_id` names it when
-    /// `--leader-election-id` is absent. Timings are client-go's ([`LeaseSettings::new`]).
+    /// `--leader-election-id` is absent. Timings from the flags, checked in order (see the
+    /// module contract).
     pub fn lease_settings(&self, default_id: &str) -> Result<Option<LeaseSettings>, ArgsError> {
         if !self.leader_elect {
             return Ok(None);
+        }
+        if !(self.retry_period < self.renew_deadline && self.renew_deadline < self.lease_duration) {
+            return Err(ArgsError::LeaseTimings {
+                lease: self.lease_duration,
+                renew: self.renew_deadline,
+                retry: self.retry_period,
+            });
         }
         let namespace = self
             .leader_election_namespace
@@ -128,7 +189,12 @@ impl CommonArgs {
                 env: "POD_NAME",
             })?;
         let name = self.leader_election_id.as_deref().unwrap_or(default_id);
-        Ok(Some(LeaseSettings::new(name, namespace, identity)))
+        Ok(Some(LeaseSettings {
+            lease_duration: self.lease_duration,
+            renew_deadline: self.renew_deadline,
+            retry_period: self.retry_period,
+            ..LeaseSettings::new(name, namespace, identity)
+        }))
     }
 
     /// A candidate for the Lease of [`Self::lease_settings`], `None` without `--leader-elect`.
@@ -171,6 +237,14 @@ mod tests {
         assert_eq!(c.log_format, LogFormat::Text);
         assert_eq!(c.concurrency, 4);
         assert_eq!(c.debounce_ms, 50);
+        assert_eq!(
+            (c.lease_duration, c.renew_deadline, c.retry_period),
+            (
+                Duration::from_secs(15),
+                Duration::from_secs(10),
+                Duration::from_secs(2)
+            )
+        );
         assert_eq!(c.admin_addrs().len(), 2);
         assert_eq!(c.lease_settings("x-leader").unwrap(), None);
     }
@@ -219,6 +293,68 @@ mod tests {
         };
         let err = anonymous.lease_settings("x").unwrap_err();
         assert!(err.to_string().contains("POD_NAME"), "{err}");
+    }
+
+    #[test]
+    fn lease_timings_are_flags_validated_in_order() {
+        let base = [
+            "--leader-elect",
+            "--leader-election-namespace",
+            "ops",
+            "--leader-election-identity",
+            "pod-0",
+        ];
+        let with = |extra: &[&str]| {
+            let mut args = base.to_vec();
+            args.extend_from_slice(extra);
+            parse(&args)
+        };
+        let defaults = with(&[]).lease_settings("x").unwrap().unwrap();
+        assert_eq!(defaults, LeaseSettings::new("x", "ops", "pod-0"));
+        let s = with(&[
+            "--lease-duration",
+            "1m",
+            "--renew-deadline",
+            "40s",
+            "--retry-period",
+            "1500ms",
+        ])
+        .lease_settings("x")
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (s.lease_duration, s.renew_deadline, s.retry_period),
+            (
+                Duration::from_mins(1),
+                Duration::from_secs(40),
+                Duration::from_millis(1500)
+            )
+        );
+        for bad in [
+            &["--renew-deadline", "15s"][..],
+            &["--renew-deadline", "20s"],
+            &["--retry-period", "10s"],
+            &["--lease-duration", "5s"],
+        ] {
+            let err = with(bad).lease_settings("x").unwrap_err();
+            assert!(
+                matches!(err, ArgsError::LeaseTimings { .. }),
+                "{bad:?}: {err}"
+            );
+        }
+        // Without --leader-elect the timings are not used, so not checked.
+        assert_eq!(
+            parse(&["--renew-deadline", "1m"])
+                .lease_settings("x")
+                .unwrap(),
+            None
+        );
+        for bad in ["0s", "-1s", "15", "soon", "48h", "1500ms", "15.5s"] {
+            assert!(
+                Cli::try_parse_from(["op", "--lease-duration", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! - A leader that has not renewed for `renew_deadline` (shorter than `lease_duration`, so it
 //!   stops before anyone else may start), or that sees another holder, steps down: `run`
 //!   reports `false` and returns [`LeaderError::LostLeadership`]; the caller stops writing.
+//!   The deadline counts from the start of the last successful renewal (when its renewTime
+//!   was taken), and each renewal attempt may take only what is left of it, so a slow
+//!   renewal never stretches leadership past `renew_deadline`.
 //! - On a requested stop the leader releases the Lease (empty holder), so a successor takes
 //!   over at once instead of after the lease duration.
 //!
@@ -286,9 +289,23 @@ impl LeaderElector {
                 }
                 return Ok(());
             }
-            let attempt =
-                tokio::time::timeout(self.settings.renew_deadline, self.try_acquire_or_renew())
-                    .await;
+            let started = Instant::now();
+            // While leading, an attempt may take only what is left of the renew deadline
+            // since the start of the last successful one (the renewTime others saw): a slow
+            // renewal must not stretch leadership past it.
+            let budget = if is_leader {
+                match self
+                    .settings
+                    .renew_deadline
+                    .checked_sub(started.duration_since(last_renew))
+                {
+                    Some(left) if !left.is_zero() => left,
+                    _ => return self.step_down(&leading),
+                }
+            } else {
+                self.settings.renew_deadline
+            };
+            let attempt = tokio::time::timeout(budget, self.try_acquire_or_renew()).await;
             let attempt = match attempt {
                 Ok(Ok(a)) => a,
                 Ok(Err(e)) => {
@@ -302,7 +319,7 @@ impl LeaderElector {
             };
             match attempt {
                 Attempt::Leading => {
-                    last_renew = Instant::now();
+                    last_renew = started;
                     if !is_leader {
                         is_leader = true;
                         tracing::info!(identity = %self.settings.identity, lease = %self.settings.name, "acquired leadership");

@@ -112,6 +112,47 @@ async fn a_leader_that_cannot_renew_steps_down() {
     assert!(!*rx.borrow());
 }
 
+#[tokio::test]
+async fn a_slow_renewal_does_not_stretch_leadership_past_the_renew_deadline() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    let settings = LeaseSettings {
+        lease_duration: Duration::from_secs(3),
+        renew_deadline: Duration::from_secs(2),
+        retry_period: Duration::from_millis(100),
+        ..LeaseSettings::new(LEASE, "default", "a")
+    };
+    let (_stop_tx, stop_rx) = watch::channel(false);
+    let (tx, mut rx) = watch::channel(false);
+    let run = tokio::spawn(LeaderElector::new(client, settings).run(tx, stop_rx));
+    tokio::time::timeout(WAIT, rx.wait_for(|l| *l))
+        .await
+        .expect("leads")
+        .unwrap();
+
+    // Every renewal now takes 1.8 s and succeeds: the next attempt has 0.2 s left of the
+    // deadline counted from the start of the slow one, so the leader steps down about 2 s
+    // after that start, before a candidate could take over (3 s). Counting from the end of
+    // the slow renewal instead would keep it leading for about 3.8 s.
+    let slowed = std::time::Instant::now();
+    cluster.faults().inject(Fault::latency(
+        "update",
+        "leases",
+        Duration::from_millis(1800),
+    ));
+    let result = tokio::time::timeout(WAIT, run)
+        .await
+        .expect("steps down")
+        .unwrap();
+    let led_for = slowed.elapsed();
+    assert!(matches!(result, Err(LeaderError::LostLeadership { .. })));
+    assert!(!*rx.borrow());
+    assert!(
+        led_for < Duration::from_secs(3),
+        "led {led_for:?} after renewals slowed down, past the lease duration"
+    );
+}
+
 /// A controller stand-in: reports that it started, then runs until told to stop, and reports
 /// that it saw the stop.
 fn controller(
@@ -465,6 +506,9 @@ fn leader_args(namespace: Option<&str>) -> CommonArgs {
         leader_election_id: None,
         leader_election_namespace: namespace.map(str::to_owned),
         leader_election_identity: Some("op-0".into()),
+        lease_duration: std::time::Duration::from_secs(15),
+        renew_deadline: std::time::Duration::from_secs(10),
+        retry_period: std::time::Duration::from_secs(2),
         watch_namespaces: Vec::new(),
         log_format: kinfer_operator::LogFormat::Text,
         concurrency: 1,

@@ -2,7 +2,9 @@
 //! reconciles: the one stream per owned kind that both `Controller::owns_stream_with` and the
 //! engine's child cache read, so a no-op reconcile costs no API request for its children.
 //!
-//! Contract of [`child_watch`]:
+//! Contract of [`child_watch`] and [`child_watch_as`] (the same with a feed of the caller's,
+//! e.g. one keeping objects without a controller owner by name, for kinds a parent labels but
+//! cannot own):
 //! - One watch of `kind` in `namespace` (all namespaces when `None` or for cluster-scoped
 //!   kinds) with the given watcher configuration (operators select their marker label), with
 //!   kube's default backoff after errors.
@@ -11,10 +13,15 @@
 //!   which is all the engine reads ([`crate::diff`] for fields it stopped sending,
 //!   [`crate::handover`] for fields to hand over). The other entries are most of an object's
 //!   metadata and nothing reads them.
-//! - Every event goes to the index ([`OwnerIndex::observe`], scoped to `namespace`) before
-//!   the touched object is passed on, so the reconcile it triggers already reads it.
+//! - Every event goes to the index ([`OwnerIndex::follow`], scoped to `namespace`, as a feed
+//!   of its own) before the touched object is passed on, so the reconcile it triggers already
+//!   reads it.
 //! - The stream yields the touched objects (applied, listed and deleted), as
-//!   `Controller::owns_stream_with` expects, with the kind's `ApiResource` as dynamic type.
+//!   `Controller::owns_stream_with` expects, with the kind's `ApiResource` as dynamic type;
+//!   after a re-list also the objects this watch reported before that the list no longer has
+//!   (deleted while the watch was down: their delete event never comes; reported by every
+//!   watch that missed it, even when another watch of the same scope saw it go first), so
+//!   their owners are reconciled and repair them.
 
 use std::sync::Arc;
 
@@ -22,10 +29,11 @@ use futures::{Stream, TryStreamExt};
 use kube::Client;
 use kube::api::Api;
 use kube::core::DynamicObject;
+use kube::runtime::watcher::Event;
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::pipeline::ChildKind;
-use crate::store::OwnerIndex;
+use crate::store::{Feed, OwnerIndex};
 
 /// Drops every `managedFields` entry of `obj` but `manager`'s `Apply` entries on the main
 /// resource; see the module contract.
@@ -42,13 +50,30 @@ pub fn keep_own_fields(obj: &mut DynamicObject, manager: &str) {
     }
 }
 
-/// The watch of `kind`'s children; see the module contract.
+/// The watch of `kind`'s children (objects with a controller owner); see the module
+/// contract.
 pub fn child_watch(
     client: &Client,
     kind: &ChildKind,
     namespace: Option<&str>,
     config: watcher::Config,
     index: Arc<OwnerIndex>,
+    manager: &str,
+) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
+    let feed = index.feed();
+    child_watch_as(client, kind, namespace, config, index, feed, manager)
+}
+
+/// The watch of `kind` feeding `index` as `feed`: [`OwnerIndex::named_feed`] for kinds a
+/// parent labels but cannot own (cluster-scoped ones), kept by name too; see the module
+/// contract.
+pub fn child_watch_as(
+    client: &Client,
+    kind: &ChildKind,
+    namespace: Option<&str>,
+    config: watcher::Config,
+    index: Arc<OwnerIndex>,
+    feed: Feed,
     manager: &str,
 ) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
     let scope = namespace.filter(|_| kind.namespaced).map(str::to_owned);
@@ -61,8 +86,15 @@ pub fn child_watch(
     watcher(api, config)
         .default_backoff()
         .modify(move |obj| keep_own_fields(obj, &manager))
-        .inspect_ok(move |event| index.observe(&kind, scope.as_deref(), event))
-        .touched_objects()
+        .map_ok(move |event| {
+            let dropped = index.follow(&kind, scope.as_deref(), feed, &event);
+            let touched = match event {
+                Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) => Some(o),
+                Event::Init | Event::InitDone => None,
+            };
+            futures::stream::iter(touched.into_iter().chain(dropped).map(Ok))
+        })
+        .try_flatten()
 }
 
 #[cfg(test)]

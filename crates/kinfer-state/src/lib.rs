@@ -21,8 +21,9 @@
 //! - [`labels`]: label propagation and the paused annotation; [`diff`]: diff before write.
 //! - [`handover`]: releasing a child's field to another controller (an HPA's replicas).
 //! - [`pipeline`]: the [`Pipeline`] trait, [`PlanResult`], desired objects, listed children.
-//! - [`store`]: children served from the controller's watches ([`OwnerIndex`], fed by
-//!   [`child_watch`]) instead of a LIST per reconcile.
+//! - [`store`]: children (by owner) and planned objects without an owner (by name) served
+//!   from the controller's watches ([`OwnerIndex`], fed by [`child_watch`]) instead of a LIST
+//!   or GET per reconcile.
 //! - [`apply`]: listing, owner references, server-side apply, deletion; [`engine`]: the
 //!   [`Engine`] running it all, with [`events`] on transitions and [`metrics`].
 //!
@@ -81,4 +82,4 @@ pub use pipeline::{
     ChildKind, Children, DesiredObject, ObjectKey, Observation, Pipeline, PlanResult,
 };
 pub use status::{DEFAULT_INFRA_GRACE, DeriveInput, Derived, OverallStatus, derive};
-pub use store::{ChildStore, OwnerIndex};
+pub use store::{ChildStore, Feed, OwnerIndex};

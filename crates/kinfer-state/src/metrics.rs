@@ -294,6 +294,18 @@ impl Metrics {
         };
         self.inner.errors.get_or_create(&l).get()
     }
+
+    /// The sum of the whole-number samples whose exposition line starts with `prefix` (a
+    /// metric name such as `kinfer_reconciles_total`, or a histogram's `_count`), over every
+    /// controller: for tests and benchmarks reading the process's counters without a scrape.
+    pub fn sum(&self, prefix: &str) -> u64 {
+        self.encode()
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next())
+            .filter_map(|n| n.parse::<u64>().ok())
+            .sum()
+    }
 }
 
 /// One controller's metric handles ([`Metrics::controller`]).
@@ -355,6 +367,14 @@ mod tests {
         m.reconciled("svc", 0.01);
         m.error("svc", ErrorCategory::Infrastructure);
         m.write("svc", WriteVerb::Apply);
+        m.reconciled("other", 0.02);
+        assert_eq!(
+            m.sum("kinfer_reconciles_total"),
+            2,
+            "summed over controllers"
+        );
+        assert_eq!(m.sum("kinfer_writes_total{controller=\"svc\""), 1);
+        assert_eq!(m.sum("kinfer_no_such_metric"), 0);
         let text = m.encode();
         assert!(
             text.contains("kinfer_reconciles_total{controller=\"svc\"} 1"),

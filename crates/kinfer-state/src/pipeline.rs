@@ -243,6 +243,12 @@ pub struct PlanResult {
     pub delete: Vec<(ChildKind, ObjectKey)>,
     /// Reconcile again after this long even if nothing changes.
     pub requeue_after: Option<Duration>,
+    /// Keep [`Self::requeue_after`] although components report errors: the plan scheduled the
+    /// retry of what failed itself (a failed download retried after a delay) and wants the
+    /// errors in status meanwhile. Without it (the default) component errors decide the
+    /// requeue (infrastructure backoff, a wait for a fix). The engine's own errors (apply,
+    /// status) still back off; the sooner requeue wins. See the engine's contract, step 6.
+    pub requeue_despite_errors: bool,
 }
 
 /// The children of one parent found by label, keyed by [`ObjectKey`].

@@ -191,6 +191,14 @@ pub fn update(
         }
         _ => {}
     }
+    if let Some(sent) = other_uid(&body, &old) {
+        // An update's UID is a precondition.
+        let why = format!(
+            "Precondition failed: UID in precondition: {sent}, UID in object meta: {}",
+            old["metadata"]["uid"].as_str().unwrap_or_default()
+        );
+        return Err(ApiError::conflict(&def.group, &def.plural, name, &why));
+    }
     commit(
         &mut txn,
         &Ctx {
@@ -255,6 +263,11 @@ pub fn patch(
         }
         if old.is_none() {
             check_namespace(&txn, def, ns, name)?;
+        }
+        if let Some(o) = &old
+            && let Some(sent) = other_uid(&applied, o)
+        {
+            return Err(uid_immutable(def, name, sent));
         }
         let base = old.clone().unwrap_or_else(|| {
             let mut meta = json!({ "name": name });
@@ -329,6 +342,9 @@ pub fn patch(
             "the name of the object cannot be changed",
         ));
     }
+    if let Some(sent) = other_uid(&new, &old) {
+        return Err(uid_immutable(def, name, sent));
+    }
     commit(
         &mut txn,
         &Ctx {
@@ -345,6 +361,25 @@ pub fn patch(
         object,
         created: false,
     })
+}
+
+/// The UID `body` names when it is not `old`'s: the write was meant for an object that is
+/// gone (deleted, perhaps recreated by someone else), and the server refuses it rather than
+/// retargeting it.
+fn other_uid<'a>(body: &'a Value, old: &Value) -> Option<&'a str> {
+    body["metadata"]["uid"]
+        .as_str()
+        .filter(|u| !u.is_empty() && Some(*u) != old["metadata"]["uid"].as_str())
+}
+
+/// 422 for a patch or apply that changes `metadata.uid`, as the real server answers it.
+fn uid_immutable(def: &ResourceDef, name: &str, sent: &str) -> ApiError {
+    let cause = crate::error::Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {sent:?}: field is immutable"),
+        field: "metadata.uid".to_owned(),
+    };
+    ApiError::invalid(&def.group, &def.kind, name, &[cause])
 }
 
 /// 409 for a write based on an outdated resourceVersion.

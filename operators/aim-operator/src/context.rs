@@ -63,6 +63,9 @@ pub struct Settings {
     pub inspector: InspectorConfig,
     /// Reconciles running at once per controller.
     pub concurrency: u16,
+    /// Quiet time after a trigger before a serving controller's reconcile (`--debounce-ms`;
+    /// zero here, the binary's flag defaults to 50 ms).
+    pub debounce: std::time::Duration,
 }
 
 impl Default for Settings {
@@ -72,6 +75,7 @@ impl Default for Settings {
             discovery: DiscoverySettings::default(),
             inspector: InspectorConfig::default(),
             concurrency: 4,
+            debounce: std::time::Duration::ZERO,
         }
     }
 }

@@ -7,6 +7,11 @@
 //!   shared [`Context`] and one engine per controller; [`Operator::run`] runs every controller
 //!   until `shutdown` turns true, each over `DeserializeGuard<K>` with bounded concurrency and
 //!   the operators' shared trigger backoff ([`kinfer_operator::controller::trigger_backoff`]).
+//!   The namespaced serving controllers (services, template caches, artifacts) are built by
+//!   [`kinfer_operator::controller::controller_for`] ([`namespaced`]: forget on re-list, the
+//!   queue-wait metric, trimmed cache, `--debounce-ms`), their owned children watched through
+//!   [`owns`]; the catalog controllers are generic over namespaced and cluster-scoped kinds,
+//!   which `controller_for` does not serve, and keep [`base`] (no debounce).
 //! - Children are watched through the `managed-by` label of their controller and mapped back
 //!   to their owner by owner reference (cluster-scoped owners without a namespace, which
 //!   kube's `owns` would add).
@@ -35,6 +40,8 @@ use kube::runtime::{Controller, WatchStreamExt, controller, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
+
+use kinfer_operator::controller::{ControllerOptions, Scope, controller_for};
 
 use crate::context::{Context, Settings};
 use crate::scheme;
@@ -138,6 +145,48 @@ where
     // The shared short pause after a watch error (100 ms doubling to 2 s, reset by the next
     // event), not kube's 800 ms to 30 s that stalls every reconcile after a compaction.
     .trigger_backoff(kinfer_operator::controller::trigger_backoff())
+}
+
+/// The controller of a namespaced pipeline's kind as every kinfer operator builds it
+/// ([`kinfer_operator::controller::controller_for`]): its engine forgets objects deleted while
+/// the watch was down (on a re-list) and on delete events, records each object's own triggers
+/// (the queue-wait metric), caches the objects with `managedFields` cut to what the engine
+/// reads, and waits `options.debounce` after a trigger (`--debounce-ms`). Cluster-scoped kinds
+/// (and the controllers generic over both scopes) keep [`base`]: `controller_for` serves
+/// namespaced kinds only.
+fn namespaced<P>(
+    client: &Client,
+    (controller, engine): (&str, &Arc<Engine<P>>),
+    options: &ControllerOptions,
+) -> Controller<Guarded<P::Object>>
+where
+    P: Pipeline,
+    P::Object: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    let manager = scheme::manager(controller);
+    controller_for(&Scope::new(client, None, &manager), engine, options)
+}
+
+/// `c` also watching its children of kind `C` (by `controller`'s `managed-by` label), each
+/// event reconciling the child's controller owner and recorded as a trigger of it
+/// ([`Scope::trigger_owners`]: the engine's queue-wait metric).
+fn owns<P, C>(
+    c: Controller<Guarded<P::Object>>,
+    client: &Client,
+    (controller, engine): (&str, &Arc<Engine<P>>),
+) -> Controller<Guarded<P::Object>>
+where
+    P: Pipeline,
+    P::Object: Resource<DynamicType = ()> + 'static,
+    Guarded<P::Object>: Resource<DynamicType = ()>,
+    C: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let triggers = engine.triggers();
+    let manager = scheme::manager(controller);
+    let scope = Scope::new(client, None, &manager).with_triggers(&triggers);
+    let events =
+        watcher(Api::<C>::all(client.clone()), children_config(controller)).touched_objects();
+    c.watches_stream(scope.trigger_owners(events), owner_of::<P::Object, C>(true))
 }
 
 fn drive<P: Pipeline>(
@@ -250,6 +299,12 @@ impl Operator {
             gpu_changes,
         } = self;
         let n = ctx.settings.concurrency;
+        // The serving controllers ([`namespaced`]); the catalog ones take `n` alone.
+        let serving_options = ControllerOptions {
+            namespaces: Vec::new(),
+            concurrency: n,
+            debounce: ctx.settings.debounce,
+        };
         let mut futures: Vec<BoxFuture<'static, ()>> = Vec::new();
         futures.extend(caches);
 
@@ -309,7 +364,7 @@ impl Operator {
             &client,
             &ctx,
             &metrics,
-            n,
+            &serving_options,
             shutdown.clone(),
         ));
         futures.push(catalog::source_controller(
@@ -324,7 +379,7 @@ impl Operator {
             &client,
             &ctx,
             &metrics,
-            n,
+            &serving_options,
             shutdown.clone(),
         ));
 

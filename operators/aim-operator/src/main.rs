@@ -54,6 +54,7 @@ async fn run(args: RunArgs) -> Result<()> {
     aim_operator::startup::check(&client).await?;
     let mut settings = Settings::from_env();
     settings.concurrency = common.concurrency;
+    settings.debounce = std::time::Duration::from_millis(common.debounce_ms);
     settings.discovery.max_active = args.max_discovery_jobs;
     settings.inspector.insecure_registries = args.insecure_registries;
     endpoints.set_ready();

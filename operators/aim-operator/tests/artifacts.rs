@@ -230,8 +230,10 @@ async fn download_failures_are_classified() {
             "{name}: the Ready reason is the root cause"
         );
         assert!(message.contains("job "), "{name}: {message}");
-        steady(&env, NS).await;
     }
+    // Once every case has reached its state (a steady check earlier would catch a later case
+    // mid-transition).
+    steady(&env, NS).await;
     let auth = apis[0].get("auth").await.unwrap();
     assert_eq!(cond(&auth, "AuthValid").0, "False");
 
@@ -247,8 +249,8 @@ async fn download_failures_are_classified() {
     );
 
     // A stalled transfer is infrastructure, retried on the artifact's own schedule: Degraded
-    // at once (the failure is reported as the component's state while the retry waits, so
-    // the engine requeues at the retry time, not on its error backoff).
+    // at once (the failure stays the component's error while the retry waits; the plan keeps
+    // its requeue for the retry time despite it, not the engine's error backoff).
     let api = artifact(
         &env,
         "stall",
@@ -372,13 +374,7 @@ async fn a_retryable_failure_runs_again_after_the_retry_delay_not_the_ttl() {
         json!({"sourceUri": "hf://org/stall", "size": "1Gi"}),
     )
     .await;
-    let timed_out = |a: &AIMArtifact| {
-        a.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "DownloadJobReady" && c.reason == "DownloadTimeout")
-        })
-    };
+    let timed_out = |a: &AIMArtifact| artifact_reason(a, "DownloadJobReady", "DownloadTimeout");
     wait(&api, "stall", "timed out", timed_out).await;
     let uid = api.get("stall").await.unwrap().uid().unwrap();
     let job = names::artifact_child_name("stall", &uid, "download")

@@ -557,3 +557,54 @@ async fn image_pull_errors_of_inference_pods_are_classified() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_cache_of_another_template_holding_the_name_is_never_mounted_or_overwritten() {
+    let env = cluster().await;
+    let name = names::shared_template_cache_name(TEMPLATE, NS)
+        .unwrap()
+        .to_string();
+    let caches: Api<AIMTemplateCache> = Api::namespaced(env.client.clone(), NS);
+    let foreign: AIMTemplateCache = serde_json::from_value(json!({
+        "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"templateName": "someone-elses-template", "templateScope": "Namespace"}
+    }))
+    .unwrap();
+    caches
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+
+    let svc = service(&env, NS, "a", json!({"model": {"name": "m"}})).await;
+    let live = wait(&svc, "a", "CacheNameTaken", |s: &AIMService| {
+        s.status
+            .as_ref()
+            .and_then(|st| support::condition(&st.conditions, "CacheReady"))
+            .is_some_and(|c| c.reason == "CacheNameTaken")
+    })
+    .await;
+    let (status, _, message) = cond(&live, "CacheReady");
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("someone-elses-template") && message.contains(TEMPLATE),
+        "{message}"
+    );
+    let after = caches.get(&name).await.unwrap();
+    assert_eq!(after.spec.template_name, "someone-elses-template");
+    assert!(
+        after.labels().get("aim.eai.amd.com/service").is_none(),
+        "not applied over: {:?}",
+        after.labels()
+    );
+    let isvcs: Api<InferenceService> = Api::namespaced(env.client.clone(), NS);
+    assert!(
+        isvcs
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "nothing is served from another template's volumes"
+    );
+}

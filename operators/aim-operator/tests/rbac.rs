@@ -66,5 +66,68 @@ fn the_cluster_role_covers_what_the_serving_controllers_use() {
     need("", "pods", &["get", "list", "watch"]);
     need("", "pods/log", &["get"]);
     need("", "namespaces", &["get"]);
+    // The download pod's identity, listed and watched like every child so drift is repaired.
+    need("", "serviceaccounts", &[&apply[..], &["delete"]].concat());
+    for kind in ["roles", "rolebindings"] {
+        need(
+            "rbac.authorization.k8s.io",
+            kind,
+            &[&apply[..], &["delete"]].concat(),
+        );
+    }
     assert!(missing.is_empty(), "not granted: {missing:#?}");
+}
+
+/// Kubernetes lets a client create a Role (or bind one) only with every permission it grants,
+/// unless it holds `escalate` (or `bind`), which the operator must not: every rule of the
+/// Role the operator builds for a download pod must be covered by the operator's own
+/// ClusterRole, resource names included (a rule without names covers them all).
+#[test]
+fn the_operator_holds_every_permission_it_grants_a_download_pod() {
+    use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
+
+    let role = role();
+    let parent = kinfer_builders::Parent {
+        name: Dns1123Subdomain::new("model").unwrap(),
+        namespace: Dns1123Label::new("ns").unwrap(),
+        managed_by: "aim-artifact-controller".into(),
+    };
+    let reporter =
+        kinfer_builders::discovery_job::progress_reporter(&parent, "uid", &["mirror".into()])
+            .unwrap();
+    let granted = reporter.role.rules.unwrap();
+    assert!(!granted.is_empty());
+    let mut missing = Vec::new();
+    for rule in &granted {
+        assert!(rule.non_resource_urls.is_none(), "{rule:?}");
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    let covered = role.rules.iter().flatten().any(|r| {
+                        r.api_groups.iter().flatten().any(|g| g == group)
+                            && r.resources.iter().flatten().any(|x| x == resource)
+                            && r.verbs.iter().any(|v| v == verb)
+                            && r.resource_names.as_ref().is_none_or(|names| {
+                                rule.resource_names
+                                    .iter()
+                                    .flatten()
+                                    .all(|n| names.contains(n))
+                            })
+                    });
+                    if !covered {
+                        missing.push(format!("{group}/{resource}: {verb}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "granted but not held: {missing:#?}");
+    for r in role.rules.iter().flatten() {
+        for v in &r.verbs {
+            assert!(
+                !matches!(v.as_str(), "escalate" | "bind" | "impersonate" | "*"),
+                "the operator holds {v}: {r:?}"
+            );
+        }
+    }
 }

@@ -11,11 +11,13 @@ use aim_operator::scheme::controller;
 use aim_operator::template::TemplatePipeline;
 use kinfer_api::aim::{AIMArtifact, AIMServiceTemplate, AIMTemplateCache};
 use kinfer_api::phase::Phase;
-use kube::api::ListParams;
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::serving::*;
 use support::*;
+
+const PAUSED: &str = "aim.eai.amd.com/reconciliation-paused";
 
 fn cached_template(enabled: bool) -> serde_json::Value {
     json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
@@ -204,14 +206,16 @@ async fn service_sharing(env: &Env, uid: &str) {
     );
 }
 
-/// The template cache's finalizer deletes the non-Ready artifacts it created, but not one a
-/// service's cache is waiting for: turning caching off mid-download leaves the service's
-/// download alone.
-#[tokio::test]
-async fn turning_template_caching_off_keeps_a_download_a_service_waits_for() {
+/// Template `warm` caching with downloads that never finish (every artifact stays non-Ready),
+/// once its cache lists the artifact of `org/warm`.
+async fn warm_never_downloading() -> (
+    Env,
+    Api<AIMServiceTemplate>,
+    Api<AIMTemplateCache>,
+    kinfer_api::aim::template_cache::AIMResolvedArtifact,
+) {
     let env = start().await;
     env.cluster.simulator().set_log_hook(discovery_hook());
-    // Downloads never finish: every artifact stays non-Ready.
     env.cluster
         .simulator()
         .job_outcome("", kinfer_testkit::simulator::JobOutcome::Fail);
@@ -231,6 +235,15 @@ async fn turning_template_caching_off_keeps_a_download_a_service_waits_for() {
     )
     .await;
     let artifact = own.status.unwrap().artifacts["org/warm"].clone();
+    (env, templates, caches, artifact)
+}
+
+/// The template cache's finalizer deletes the non-Ready artifacts it created, but not one a
+/// service's cache is waiting for: turning caching off mid-download leaves the service's
+/// download alone.
+#[tokio::test]
+async fn turning_template_caching_off_keeps_a_download_a_service_waits_for() {
+    let (env, templates, caches, artifact) = warm_never_downloading().await;
     service_sharing(&env, &artifact.uid).await;
 
     apply_json(&templates, cached_template(false)).await;
@@ -375,4 +388,89 @@ async fn an_inline_template_is_not_reread_each_reconcile() {
             .count("get", Some("aimservicetemplates")),
         0
     );
+}
+
+/// A Shared cache whose status is not written yet (a service's, just created) protects by its
+/// spec the non-Ready artifact it is about to reuse: the template cache's finalizer keeps it
+/// and hands it over (its creator label), so the pending cache's own finalizer deletes it
+/// later (the pending cache sorts after `warm`: it would never relabel it itself). A pending
+/// cache of other sources protects nothing, and neither does one whose template cannot be
+/// read for a lasting reason (forbidden): the finalizer deletes the download, unblocked.
+#[tokio::test]
+async fn a_cache_not_reconciled_yet_keeps_the_download_it_is_about_to_reuse() {
+    let other = json!([{"modelId": "org/other", "sourceUri": "hf://org/other", "size": "1Gi"}]);
+    // Its own sources empty: the template's (`hf://org/warm`) are read.
+    for (sources, forbidden, kept) in [
+        (json!([]), false, true),
+        (other, false, false),
+        (json!([]), true, false),
+    ] {
+        let (env, templates, caches, artifact) = warm_never_downloading().await;
+        let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
+        wait(
+            &artifacts,
+            &artifact.name,
+            "not Ready",
+            |a: &AIMArtifact| a.status.as_ref().is_some_and(|s| s.status != Phase::Ready),
+        )
+        .await;
+        // Paused: the operator never writes its status, as before its first reconcile.
+        apply_json(
+            &caches,
+            json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache",
+                   "metadata": {"name": "zpending", "namespace": NS,
+                                "annotations": {PAUSED: "true"}},
+                   "spec": {"templateName": "warm", "templateScope": "Namespace",
+                            "mode": "Shared", "modelSources": sources}}),
+        )
+        .await;
+        if forbidden {
+            env.cluster.faults().inject(
+                kinfer_testkit::Fault::status("get", "aimservicetemplates", 403).named("warm"),
+            );
+        }
+        apply_json(&templates, cached_template(false)).await;
+        wait_gone(&caches, "warm").await;
+        env.cluster.faults().clear();
+        assert!(
+            caches.get("zpending").await.unwrap().status.is_none(),
+            "the pending cache was never reconciled"
+        );
+        if !kept {
+            wait_gone(&artifacts, &artifact.name).await;
+            continue;
+        }
+        let live = artifacts.get(&artifact.name).await.unwrap();
+        assert_eq!(live.uid().as_deref(), Some(artifact.uid.as_str()));
+        assert!(live.metadata.deletion_timestamp.is_none());
+        assert_eq!(
+            live.labels()
+                .get("aim.eai.amd.com/template-cache.name")
+                .map(String::as_str),
+            Some("zpending"),
+            "handed over to the cache that keeps it"
+        );
+        // The pending cache runs, uses the artifact, and is deleted: its finalizer answers for
+        // the download now.
+        caches
+            .patch(
+                "zpending",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {PAUSED: null}}})),
+            )
+            .await
+            .unwrap();
+        wait(&caches, "zpending", "uses it", |c: &AIMTemplateCache| {
+            c.status
+                .as_ref()
+                .is_some_and(|s| s.artifacts.values().any(|a| a.uid == artifact.uid))
+        })
+        .await;
+        caches
+            .delete("zpending", &kube::api::DeleteParams::default())
+            .await
+            .unwrap();
+        wait_gone(&caches, "zpending").await;
+        wait_gone(&artifacts, &artifact.name).await;
+    }
 }

@@ -18,33 +18,36 @@
 //!   reads it by name on every reconcile and the plan rechecks it periodically
 //!   ([`crate::reconciler::plan`]).
 //! - The metrics-auth ClusterRoles and ClusterRoleBindings are watched cluster-wide but only
-//!   those carrying this operator's marker and a parent label ([`parent_of`]); a change or
-//!   deletion reconciles the ModelService they name, which re-applies them. The bindings'
-//!   watch also feeds the pipeline's [`ClusterBindings`], so fetch reads a ModelService's
-//!   binding from memory ([`crate::reconciler::fetch`]).
+//!   those carrying this operator's marker; a change or deletion (also one a re-list finds)
+//!   reconciles the ModelService their parent labels name ([`parent_of`]) when it is in this
+//!   controller's namespace, which re-applies them. With several watched namespaces every
+//!   controller runs these watches: each reports, after its own re-list, every object it had
+//!   seen that is gone (even when another controller's watch saw the deletion first,
+//!   [`kinfer_state::Feed`]), so the controller of the parent's namespace always learns of
+//!   it. Both watches feed the same [`OwnerIndex`] by name ([`crate::cluster_rbac`]), so
+//!   neither fetch (the binding, [`crate::reconciler::fetch`]) nor the engine (the planned
+//!   ClusterRole and ClusterRoleBinding) reads them by name when it holds them: a no-op
+//!   reconcile sends no request.
 //! - When the optional CRDs change ([`crate::optional_crds`]), the controllers stop gracefully
 //!   and start again with a new pipeline and engine for the new set of owned kinds
 //!   ([`kinfer_operator::restart_on_change`]).
 
 use std::sync::Arc;
 
-use futures::TryStreamExt;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kinfer_api::modelservice::ModelService;
 use kinfer_builders::labels::parent_ref;
 use kinfer_operator::controller::{GuardedController, Scope};
 use kinfer_operator::optional_crds::InstalledCrds;
 use kinfer_operator::{ControllerOptions, Controllers, restart_on_change};
-use kinfer_state::child_watch::child_watch;
+use kinfer_state::child_watch::{child_watch, child_watch_as};
 use kinfer_state::metrics::Metrics;
 use kinfer_state::{Engine, EngineConfig, OwnerIndex};
-use kube::core::{DeserializeGuard, ObjectMeta};
+use kube::Client;
+use kube::core::{DeserializeGuard, DynamicObject, ObjectMeta};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
 use tokio::sync::watch;
 
-use crate::cluster_bindings::ClusterBindings;
+use crate::cluster_rbac::cluster_kinds;
 use crate::optional_crds::OptionalCrds;
 use crate::reconciler::{MANAGER, ModelServicePipeline, child_kinds, label_scheme};
 
@@ -86,14 +89,13 @@ pub fn parent_of(
     Some(ObjectRef::new(&name).within(&ns))
 }
 
-/// Adds the watches of a controller for the optional CRDs `crds`, the owned kinds feeding
-/// `index` and the ClusterRoleBindings feeding `bindings`; see the module contract.
+/// Adds the watches of a controller for the optional CRDs `crds`: the owned kinds and the
+/// cluster RBAC, all feeding `index`; see the module contract.
 pub fn wire(
     mut c: GuardedController<ModelService>,
     scope: &Scope<'_>,
     crds: OptionalCrds,
     index: &Arc<OwnerIndex>,
-    bindings: &Arc<ClusterBindings>,
 ) -> GuardedController<ModelService> {
     for kind in child_kinds(crds) {
         let events = child_watch(
@@ -106,23 +108,24 @@ pub fn wire(
         );
         c = c.owns_stream_with(scope.trigger_owners(events), kind.resource.clone());
     }
-    let ns = scope.namespace().map(str::to_owned);
-    let ns2 = ns.clone();
-    let ns3 = ns.clone();
-    let view = Arc::clone(bindings);
-    let binding_events = watcher(
-        Api::<ClusterRoleBinding>::all(scope.client().clone()),
-        scope.marked(),
-    )
-    .default_backoff()
-    .inspect_ok(move |event| view.observe(ns2.as_deref(), event))
-    .touched_objects();
-    c.watches(
-        Api::<ClusterRole>::all(scope.client().clone()),
-        scope.marked(),
-        move |o| parent_of(o.meta(), ns.as_deref()),
-    )
-    .watches_stream(binding_events, move |o| parent_of(o.meta(), ns3.as_deref()))
+    for kind in cluster_kinds() {
+        let events = child_watch_as(
+            scope.client(),
+            &kind,
+            None,
+            scope.marked(),
+            Arc::clone(index),
+            index.named_feed(),
+            MANAGER,
+        );
+        let ns = scope.namespace().map(str::to_owned);
+        c = c.watches_stream_with(
+            events,
+            move |o: DynamicObject| parent_of(&o.metadata, ns.as_deref()),
+            kind.resource.clone(),
+        );
+    }
+    c
 }
 
 /// Runs the controllers until `shutdown` turns true, restarting them (with a new engine for the
@@ -151,13 +154,10 @@ pub async fn run(
         OptionalCrds::from_installed,
         shutdown,
         |current, stop| {
-            let bindings = Arc::new(ClusterBindings::new());
             let index = Arc::new(OwnerIndex::new());
             let engine = engine_reading(
                 client.clone(),
-                pipeline
-                    .with_crds(current)
-                    .with_bindings(Arc::clone(&bindings)),
+                pipeline.with_crds(current).with_index(Arc::clone(&index)),
                 metrics.clone(),
                 Arc::clone(&index),
             );
@@ -166,7 +166,7 @@ pub async fn run(
                 controllers
                     .run(
                         engine,
-                        move |c, scope| wire(c, scope, current, &index, &bindings),
+                        move |c, scope| wire(c, scope, current, &index),
                         stop,
                     )
                     .await;

@@ -17,7 +17,7 @@
 //! Modules: [`app`] (the `run` flags and the entry point the binary calls), [`config`] (the
 //! operator settings), [`optional_crds`] (the view of prometheus-operator, Istio, Gateway API
 //! and InferencePool CRDs), [`reconciler`] (fetch, compose, plan, status), [`finalizer`],
-//! [`cluster_bindings`] (the watched metrics-auth ClusterRoleBindings fetch reads),
+//! [`cluster_rbac`] (the watched metrics-auth ClusterRole and ClusterRoleBinding),
 //! [`controller`] (which kinds the controllers watch). The plumbing (flags, endpoints, leader
 //! election, optional-CRD watch, controller wiring) is `kinfer_operator`'s.
 //! `docs/modelservice.md` is the user guide.
@@ -25,7 +25,7 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::unwrap_used))]
 
 pub mod app;
-pub mod cluster_bindings;
+pub mod cluster_rbac;
 pub mod config;
 pub mod controller;
 pub mod finalizer;

@@ -8,7 +8,10 @@
 //! builder's caller; both Jobs run as one identity (UID/GID/fsGroup 1000 by default, the
 //! cache's owner); the download Job mounts the claim at `/cache` and an `emptyDir` at `/tmp`
 //! (`HOME` and `TMPDIR` point there: its root filesystem is read-only and `kubectl` writes
-//! `$HOME/.kube`), retries twice and is removed 600s after it finishes.
+//! `$HOME/.kube`), retries twice and is removed 600s after it finishes. Both pods carry the
+//! input's `imagePullSecrets` (the artifact's). The download pod runs as the artifact's
+//! progress ServiceAccount with its token mounted ([`super::progress`], built apart by
+//! [`super::progress_reporter`]); the check-size pod mounts no token.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +23,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::{Deserialize, Serialize};
 
+use super::progress::progress_name;
 use super::{JobShape, job};
 use crate::env::{self, var};
 use crate::error::Error;
@@ -63,6 +67,10 @@ pub struct ArtifactInput {
     /// Runtime-config env, then the artifact's env (by name, later wins).
     #[serde(default)]
     pub env: Vec<EnvVar>,
+    /// Secrets for pulling the downloader image (the artifact's `spec.imagePullSecrets`),
+    /// on both pods.
+    #[serde(default)]
+    pub image_pull_secrets: Vec<String>,
 }
 
 /// What to create for an artifact at its current stage.
@@ -134,6 +142,9 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
                 containers: vec![container],
                 restart_policy: Some("Never".to_owned()),
                 security_context: Some(security::pod_as(input.pod_identity)),
+                // It talks to no API server.
+                automount_service_account_token: Some(false),
+                image_pull_secrets: pod::pull_secrets(&input.image_pull_secrets),
                 ..PodSpec::default()
             },
         ))));
@@ -190,6 +201,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
         ..Container::default()
     };
     let labels = parent.labels(APP, "download");
+    let reporter_name = progress_name(parent.name.as_str(), &input.uid)?;
     let job = job(
         name(input, "download")?.as_str(),
         ns,
@@ -204,6 +216,9 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
             containers: vec![container],
             restart_policy: Some("Never".to_owned()),
             security_context: Some(security::pod_as(input.pod_identity)),
+            service_account_name: Some(reporter_name.to_string()),
+            automount_service_account_token: Some(true),
+            image_pull_secrets: pod::pull_secrets(&input.image_pull_secrets),
             volumes: Some(vec![
                 Volume {
                     name: "cache".to_owned(),

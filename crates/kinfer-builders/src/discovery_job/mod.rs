@@ -14,6 +14,7 @@
 //! env, `AIM_METRIC`, `AIM_PRECISION`, `AIM_GPU_MODEL`, `AIM_GPU_COUNT`, `AIM_PROFILE_ID`.
 
 mod artifact;
+mod progress;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,9 @@ use serde::{Deserialize, Serialize};
 pub use artifact::{
     ArtifactInput, ArtifactJobs, DEFAULT_DOWNLOADER_IMAGE, DEFAULT_HEADROOM_PERCENT,
     artifact_objects, cache_size_gib,
+};
+pub use progress::{
+    PROGRESS_COMPONENT, ProgressReporter, progress_name, progress_reporter, progress_rule,
 };
 
 use crate::env::{self, var};

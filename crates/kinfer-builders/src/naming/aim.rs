@@ -573,13 +573,32 @@ pub fn route_name(service: &str, namespace: &str) -> Result<Dns1123Label, NameEr
 
 /// NOTES row 20 (aim-engine `internal/aimservice/caching.go` `GenerateTemplateCacheName`):
 /// the Shared-mode AIMTemplateCache of a template, `[template]` hashed over the namespace.
+///
+/// Deliberate difference: upstream hashes the namespace only, so two templates whose names
+/// agree in their first 54 characters (or differ only in characters the name cannot hold,
+/// `a.b` and `a-b`) get one cache name in a namespace, and their services then re-apply that
+/// cache at each other without end (upstream's own `qwen3-32b` MI300X latency fp8 and fp16
+/// templates do). When the template's name does not survive into the cache name verbatim, the
+/// hash also covers the template's full name; every other name is upstream's, so caches the
+/// upstream operator created are still found.
 pub fn shared_template_cache_name(
     template: &str,
     namespace: &str,
 ) -> Result<Dns1123Label, NameError> {
-    generate_derived_name(
+    let upstream = generate_derived_name(
         &[template],
         &[namespace.into()],
+        AIM_HASH_LEN,
+        DNS1123_LABEL_MAX,
+    )?;
+    // `<template>-<hash>` with the template unchanged: no other template maps to this name.
+    let name = upstream.as_str();
+    if name.len() == template.len() + 1 + AIM_HASH_LEN && name.starts_with(template) {
+        return Ok(upstream);
+    }
+    generate_derived_name(
+        &[template],
+        &[namespace.into(), template.into()],
         AIM_HASH_LEN,
         DNS1123_LABEL_MAX,
     )

@@ -226,3 +226,42 @@ fn image_parts_follow_extract_image_parts() {
     );
     assert!(image_name_and_tag("a:").is_none());
 }
+
+#[test]
+fn shared_cache_names_are_upstreams_unless_two_templates_could_share_one() {
+    let name = |t: &str| {
+        shared_template_cache_name(t, "team")
+            .expect("derives")
+            .as_str()
+            .to_owned()
+    };
+    // A name that survives verbatim keeps upstream's `[template]`-hashed-over-namespace form,
+    // so caches the upstream operator created are found.
+    let short = "aim-qwen3-32b-mi300x-lat-fp8";
+    let upstream =
+        generate_derived_name(&[short], &["team".into()], AIM_HASH_LEN, 63).expect("derives");
+    assert_eq!(name(short), upstream.as_str());
+
+    // Two long templates that agree in their first 54 characters: upstream gives both one
+    // cache; ours differ, and each stays a valid, stable label.
+    let stem = format!("aim-qwen-qwen3-32b-0-8-5-{}", "x".repeat(40));
+    let (fp8, fp16) = (format!("{stem}-mi300x-fp8"), format!("{stem}-mi300x-fp16"));
+    let upstream_of = |t: &str| {
+        generate_derived_name(&[t], &["team".into()], AIM_HASH_LEN, 63)
+            .expect("derives")
+            .as_str()
+            .to_owned()
+    };
+    assert_eq!(
+        upstream_of(&fp8),
+        upstream_of(&fp16),
+        "the upstream collision"
+    );
+    assert_ne!(name(&fp8), name(&fp16));
+    assert!(name(&fp8).len() <= 63);
+    assert_eq!(name(&fp8), name(&fp8));
+
+    // Names that differ only in characters a label cannot hold.
+    assert_ne!(name("a.b"), name("a-b"));
+    assert_eq!(name("a-b"), upstream_of("a-b"));
+}

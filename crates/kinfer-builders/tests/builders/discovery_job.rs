@@ -1,5 +1,6 @@
 use kinfer_builders::discovery_job::{
-    ArtifactInput, ArtifactJobs, DiscoveryInput, artifact_objects, cache_size_gib, discovery_job,
+    ArtifactInput, ArtifactJobs, DiscoveryInput, PROGRESS_COMPONENT, artifact_objects,
+    cache_size_gib, discovery_job, progress_name, progress_reporter,
 };
 use serde_json::Value;
 
@@ -85,7 +86,7 @@ fn any_input_change_gives_a_new_job_name() {
 
 #[test]
 fn artifact_download_validates_and_snapshots() {
-    let ArtifactJobs::Download { claim, job } =
+    let ArtifactJobs::Download { claim, job, .. } =
         artifact_objects(&input::<ArtifactInput>("artifact")).expect("builds")
     else {
         panic!("the size is known");
@@ -103,6 +104,170 @@ fn artifact_download_validates_and_snapshots() {
         1000
     );
     snapshot!("artifact_download", &(&claim, &job));
+}
+
+/// The download pod reports progress as its own ServiceAccount, whose Role may only read and
+/// patch this artifact's status; the check-size pod mounts no token. Both pods carry the
+/// artifact's pull secrets, the ServiceAccount those it is given (the namespace `default`'s).
+#[test]
+fn only_the_download_pod_may_patch_its_artifacts_status() {
+    let artifact: ArtifactInput = input("artifact");
+    let ArtifactJobs::Download { job, .. } = artifact_objects(&artifact).expect("builds") else {
+        panic!("the size is known");
+    };
+    let reporter =
+        progress_reporter(&artifact.parent, &artifact.uid, &["mirror".to_owned()]).expect("builds");
+    assert_core_valid(&reporter.service_account);
+    assert_core_valid(&reporter.role);
+    assert_core_valid(&reporter.binding);
+    let name = progress_name(artifact.parent.name.as_str(), &artifact.uid).expect("name");
+    assert!(name.as_str().len() <= 63);
+    for meta in [
+        &reporter.service_account.metadata,
+        &reporter.role.metadata,
+        &reporter.binding.metadata,
+    ] {
+        assert_eq!(meta.name.as_deref(), Some(name.as_str()));
+        assert_eq!(
+            meta.namespace.as_deref(),
+            Some(artifact.parent.namespace.as_str())
+        );
+        assert_eq!(
+            meta.labels.as_ref().expect("labels")["app.kubernetes.io/component"],
+            PROGRESS_COMPONENT
+        );
+    }
+    let rules = reporter.role.rules.clone().expect("rules");
+    assert_eq!(rules.len(), 1);
+    let json = serde_json::to_value(&rules[0]).expect("json");
+    assert_eq!(
+        json,
+        serde_json::json!({"apiGroups": ["aim.eai.amd.com"], "resources": ["aimartifacts/status"],
+            "resourceNames": [artifact.parent.name.as_str()], "verbs": ["get", "patch"]})
+    );
+    assert_eq!(reporter.binding.role_ref.kind, "Role");
+    assert_eq!(reporter.binding.role_ref.name, name.as_str());
+    let subjects = reporter.binding.subjects.clone().expect("subjects");
+    assert_eq!(
+        (
+            subjects.len(),
+            subjects[0].kind.as_str(),
+            subjects[0].name.as_str()
+        ),
+        (1, "ServiceAccount", name.as_str())
+    );
+    assert_eq!(
+        subjects[0].namespace.as_deref(),
+        Some(artifact.parent.namespace.as_str())
+    );
+    assert_eq!(
+        pull_secrets(reporter.service_account.image_pull_secrets),
+        ["mirror"]
+    );
+    let pod = job.spec.expect("spec").template.spec.expect("pod");
+    assert_eq!(pod.service_account_name.as_deref(), Some(name.as_str()));
+    assert_eq!(pod.automount_service_account_token, Some(true));
+    assert_eq!(pull_secrets(pod.image_pull_secrets), ["mirror-cred"]);
+    assert_eq!(
+        reporter.service_account.automount_service_account_token,
+        Some(false),
+        "a pod naming it gets a token only by asking"
+    );
+    let none = progress_reporter(&artifact.parent, &artifact.uid, &[]).expect("builds");
+    assert_eq!(none.service_account.image_pull_secrets, None);
+    let mut unsized_input = artifact;
+    unsized_input.size_bytes = None;
+    let ArtifactJobs::CheckSize(check) = artifact_objects(&unsized_input).expect("builds") else {
+        panic!("the size is unknown");
+    };
+    let pod = check.spec.expect("spec").template.spec.expect("pod");
+    assert_eq!(pod.automount_service_account_token, Some(false));
+    assert_eq!(pod.service_account_name, None);
+    assert_eq!(pull_secrets(pod.image_pull_secrets), ["mirror-cred"]);
+}
+
+fn pull_secrets(
+    refs: Option<Vec<k8s_openapi::api::core::v1::LocalObjectReference>>,
+) -> Vec<String> {
+    refs.into_iter().flatten().map(|r| r.name).collect()
+}
+
+/// A request as Kubernetes RBAC sees it.
+struct Request<'a> {
+    group: &'a str,
+    resource: &'a str,
+    subresource: Option<&'a str>,
+    name: &'a str,
+    verb: &'a str,
+}
+
+/// Whether `rules` allow `r`, by RBAC's rule matching (`*` included, though the Role uses
+/// none): group, `resource[/subresource]`, resource names (empty: all), verb.
+fn allows(rules: &[k8s_openapi::api::rbac::v1::PolicyRule], r: &Request) -> bool {
+    let full = r
+        .subresource
+        .map_or_else(|| r.resource.to_owned(), |s| format!("{}/{s}", r.resource));
+    let any = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
+    rules.iter().any(|rule| {
+        any(rule.api_groups.as_deref().unwrap_or_default(), r.group)
+            && any(rule.resources.as_deref().unwrap_or_default(), &full)
+            && rule
+                .resource_names
+                .as_deref()
+                .is_none_or(|n| n.is_empty() || n.iter().any(|x| x == r.name))
+            && any(&rule.verbs, r.verb)
+    })
+}
+
+/// The Role lets the pod read and patch its own artifact's status and nothing else: not
+/// another artifact's, not the artifact itself, no list or watch, no deletion.
+#[test]
+fn the_progress_role_allows_only_this_artifacts_status() {
+    let artifact: ArtifactInput = input("artifact");
+    let reporter = progress_reporter(&artifact.parent, &artifact.uid, &[]).expect("builds");
+    let rules = reporter.role.rules.expect("rules");
+    let me = artifact.parent.name.as_str();
+    let req = |resource, subresource, name, verb| Request {
+        group: "aim.eai.amd.com",
+        resource,
+        subresource,
+        name,
+        verb,
+    };
+    for verb in ["get", "patch"] {
+        assert!(
+            allows(&rules, &req("aimartifacts", Some("status"), me, verb)),
+            "{verb} own status"
+        );
+    }
+    let denied = [
+        req("aimartifacts", Some("status"), "other-artifact", "patch"),
+        req("aimartifacts", Some("status"), "other-artifact", "get"),
+        req("aimartifacts", None, me, "patch"),
+        req("aimartifacts", None, me, "get"),
+        req("aimartifacts", None, me, "delete"),
+        req("aimartifacts", Some("status"), me, "update"),
+        req("aimartifacts", Some("status"), me, "delete"),
+        req("aimartifacts", Some("status"), "", "list"),
+        req("aimartifacts", Some("status"), "", "watch"),
+        req("aimartifacts", None, "", "list"),
+        req("aimtemplatecaches", Some("status"), me, "patch"),
+    ];
+    for r in &denied {
+        assert!(
+            !allows(&rules, r),
+            "allowed {} {}/{:?} {:?}",
+            r.verb,
+            r.resource,
+            r.subresource,
+            r.name
+        );
+    }
+    let other_group = Request {
+        group: "",
+        ..req("aimartifacts", Some("status"), me, "patch")
+    };
+    assert!(!allows(&rules, &other_group));
 }
 
 #[test]

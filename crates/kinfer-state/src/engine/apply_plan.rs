@@ -4,11 +4,16 @@
 //! - A plan listing one object twice is rejected (InvalidSpec `DuplicateKey`) before anything
 //!   is written.
 //! - Objects of a kind the cluster does not serve are skipped (their component already says
-//!   so). A planned object missing from the listed children is read by name: when a live object
-//!   of that name exists and is not ours (no controller owner reference to the parent, none of
-//!   our labels), the plan is refused with InvalidSpec `NameTaken` unless
-//!   [`Pipeline::adoptable`] says it may be taken over. A live object being deleted is left
-//!   alone until it is gone.
+//!   so). A planned object missing from the listed children is looked up in the child store
+//!   ([`crate::ChildStore::named`]: cluster-scoped objects labelled with their parent, served
+//!   from a label-scoped watch), else read by name: when a live object of that name exists and
+//!   is not ours (no controller owner reference to the parent, none of our labels), the plan is
+//!   refused with InvalidSpec `NameTaken` unless [`Pipeline::adoptable`] says it may be taken
+//!   over. The store is label-scoped, so only a hit saves the read: a foreign object of that
+//!   name is invisible to it; an object served from the store is applied with its UID, so the
+//!   server refuses the apply if it was replaced meanwhile. An object of a kind nobody watches (a token Secret when Secrets
+//!   are not watched) is read by name on every reconcile: nothing else would show it gone or
+//!   changed. A live object being deleted is left alone until it is gone.
 //! - Apply order is by dependency, then (kind, group, namespace, name): Namespaces, then
 //!   ServiceAccounts, ConfigMaps and Secrets, then RBAC roles and bindings, then storage, then
 //!   Services, then everything else (workloads and custom resources). The first failed apply
@@ -70,6 +75,20 @@ struct Prepared {
     live: Option<DynamicObject>,
     /// Fields to hand over before the apply (the body no longer sets them).
     released: Vec<FieldPath>,
+    /// The UID of `live` when it came from the child store by name: sent with the apply, so
+    /// the server refuses it (`metadata.uid` is immutable) when the object was replaced since
+    /// the store saw it, instead of the apply taking over a foreign object of that name.
+    pinned: Option<String>,
+}
+
+/// Where a planned object missing from the listed children was found.
+enum Found {
+    /// In the child store (a label-scoped watch cache), and ours.
+    Cached(Box<DynamicObject>),
+    /// In the child store, and not ours.
+    Taken,
+    /// Not in the child store: read it by name.
+    Unknown,
 }
 
 impl<P: Pipeline> Engine<P> {
@@ -100,6 +119,26 @@ impl<P: Pipeline> Engine<P> {
         parent.owns(live)
             || self.config.scheme.is_marked(live.metadata.labels.as_ref())
             || self.pipeline.adoptable(obj, live)
+    }
+
+    /// Where the planned `desired` (`key`, not among the listed children) is: in the child
+    /// store, or to be read; see the module contract.
+    fn find(
+        &self,
+        obj: &P::Object,
+        parent: &ParentRef,
+        desired: &crate::pipeline::DesiredObject,
+        key: &ObjectKey,
+    ) -> Found {
+        match self
+            .store
+            .as_deref()
+            .and_then(|s| s.named(&desired.kind, key))
+        {
+            Some(cached) if self.is_ours(obj, parent, &cached) => Found::Cached(Box::new(cached)),
+            Some(_) => Found::Taken,
+            None => Found::Unknown,
+        }
     }
 
     #[allow(clippy::too_many_arguments)] // the step's inputs, all borrowed from `run`
@@ -137,21 +176,32 @@ impl<P: Pipeline> Engine<P> {
                 continue;
             }
             let mut live = key.as_ref().and_then(|k| children.get(k).cloned());
+            let mut pinned = None;
             if live.is_none()
                 && let Some(k) = &key
             {
-                match apply::get(&self.client, &desired.kind, k).await {
-                    Ok(Some(found)) if !self.is_ours(obj, parent, &found) => {
-                        out.errors.push(ApplyError::NameTaken { child: k.clone() });
-                        continue;
+                match self.find(obj, parent, desired, k) {
+                    Found::Cached(cached) => {
+                        pinned.clone_from(&cached.metadata.uid);
+                        live = Some(*cached);
                     }
-                    Ok(found) => live = found,
-                    Err(e) => {
-                        let wait = e.retry_after().is_some();
-                        out.errors.push(e);
-                        if wait {
-                            return out;
+                    Found::Unknown => match apply::get(&self.client, &desired.kind, k).await {
+                        Ok(Some(found)) if !self.is_ours(obj, parent, &found) => {
+                            out.errors.push(ApplyError::NameTaken { child: k.clone() });
+                            continue;
                         }
+                        Ok(found) => live = found,
+                        Err(e) => {
+                            let wait = e.retry_after().is_some();
+                            out.errors.push(e);
+                            if wait {
+                                return out;
+                            }
+                            continue;
+                        }
+                    },
+                    Found::Taken => {
+                        out.errors.push(ApplyError::NameTaken { child: k.clone() });
                         continue;
                     }
                 }
@@ -187,6 +237,7 @@ impl<P: Pipeline> Engine<P> {
                         body,
                         live,
                         released,
+                        pinned,
                     });
                 }
                 Err(e) => out.errors.push(e),
@@ -243,7 +294,13 @@ impl<P: Pipeline> Engine<P> {
                 continue;
             }
             tracing::info!(object = %p.key, "applying");
-            match apply::apply(&self.client, &p.kind, &p.key, &p.body, &scheme.manager).await {
+            let mut body = p.body;
+            if let Some(uid) = p.pinned
+                && let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                meta.insert("uid".to_owned(), Value::String(uid));
+            }
+            match apply::apply(&self.client, &p.kind, &p.key, &body, &scheme.manager).await {
                 Ok(()) => {
                     out.applied += 1;
                     self.handles.writes(WriteVerb::Apply, 1);

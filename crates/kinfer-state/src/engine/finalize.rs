@@ -130,8 +130,9 @@ impl<P: Pipeline> Engine<P> {
                 let e = categorized_kube_error(&e, Direction::Upstream);
                 let mut report = Report::skipped(Action::await_change());
                 report.skipped = false;
-                report.action =
-                    self.decide(key, std::slice::from_ref(&e), false, None, e.retry_after);
+                report.action = self
+                    .decide(key, std::slice::from_ref(&e), false, None, e.retry_after)
+                    .map_or_else(Action::await_change, Action::requeue);
                 report.errors.push(e);
                 Err(report)
             }
@@ -312,7 +313,9 @@ impl<P: Pipeline> Engine<P> {
             Err(e) => report.errors.push(e),
         }
         let hold = report.errors.iter().filter_map(|e| e.retry_after).max();
-        report.action = self.decide(key, &report.errors, false, None, hold);
+        report.action = self
+            .decide(key, &report.errors, false, None, hold)
+            .map_or_else(Action::await_change, Action::requeue);
         report
     }
 }

@@ -28,21 +28,34 @@
 //! 6. Decision: infrastructure errors requeue with per-object backoff (honouring Retry-After);
 //!    an answer to one of the engine's own requests (finalizer, the read of an outdated copy,
 //!    listing, apply, status) carrying `Retry-After` also **holds** the object until it has
-//!    passed (at most the backoff cap, like the requeue: [`BackoffPolicy::honoured`]): a
+//!    passed (at most the backoff cap, like the requeue: [`crate::BackoffPolicy::honoured`]): a
 //!    reconcile starting earlier (a child's watch event, a spec edit) sends no request and
 //!    requeues for the rest of the hold ([`Report::held`]), so the server's ask is honoured
 //!    by every reconcile, not only by the requeue;
 //!    user-fixable errors wait for a change, or recheck on a slow timer when the object depends
-//!    on external state; success resets the backoff and requeues only if the plan asked.
+//!    on external state; success resets the backoff and requeues only if the plan asked. A plan
+//!    that sets [`crate::PlanResult::requeue_despite_errors`] (with a `requeue_after`) keeps its
+//!    requeue although components report errors (it scheduled the retry of what failed itself,
+//!    and the errors are reported meanwhile): then only the engine's own errors (finalizer,
+//!    listing, apply, status) are decided. An infrastructure error or a `Retry-After` among
+//!    them backs off as above (the backoff may grow past the plan's requeue); otherwise the
+//!    plan's requeue stands (the sooner of it and a user-fixable or exhaustion recheck), and
+//!    the backoff is not reset (the components' errors were left out of the decision).
 //!
 //! A steady state therefore performs zero writes, also after a restart (the diff reads only
 //! live objects). A new object costs its children, two status writes (the first pass observes
 //! no children yet, so it writes Progressing; the second observes them and writes Ready: the
 //! first pass cannot claim readiness it has not observed, and for workloads readiness needs a
 //! rollout anyway: a real transition, kept) and no event (reaching Ready without an error on
-//! the way is not one, [`crate::events`]). A planned child missing from the listing (or the
-//! cache) is read by name before it is applied, so a same-named object that is not ours is
-//! refused, not taken over (`NameTaken`); children in the cache are not read. The engine
+//! the way is not one, [`crate::events`]). A planned object missing from the listing (or the
+//! cache) and from the child store's objects by name ([`ChildStore::named`]: cluster-scoped
+//! objects labelled with their parent) is read by name before it is applied, so a same-named
+//! object that is not ours is refused, not taken over (`NameTaken`); objects the caches hold
+//! are not read, and one of a kind nobody watches is read by name on every reconcile
+//! ([`apply_plan`]). With a [`ChildStore`] fed by watches holding every planned object, and a
+//! pipeline whose fetch reads only from caches, a reconcile that changes nothing therefore
+//! sends no request at all; each planned object the caches cannot hold (a kind nobody
+//! watches) and each read fetch makes costs one request. The engine
 //! never panics on object content: objects that do not deserialise are handled by
 //! [`Engine::reconcile_guarded`]. Per-object memory is dropped with [`Engine::forget`] (on
 //! delete events, and after a reconcile whose object is gone meanwhile: `kinfer_operator`'s
@@ -52,12 +65,17 @@
 //! metric).
 
 mod apply_plan;
+mod config;
 mod finalize;
 mod memory;
+mod report;
 mod status_write;
+mod steps;
 mod triggers;
 
+pub use config::EngineConfig;
 pub use finalize::STALE_COPY_WAIT;
+pub use report::Report;
 pub use triggers::Triggers;
 
 use std::sync::Arc;
@@ -68,115 +86,15 @@ use kube::runtime::controller::Action;
 use kube::{Client, Resource, ResourceExt};
 use tracing::Instrument;
 
-use crate::apply::{self, ParentRef};
-use crate::backoff::{Backoff, BackoffPolicy};
-use crate::category::{CategorizedError, Direction, ErrorCategory};
+use crate::backoff::Backoff;
+use crate::category::ErrorCategory;
 use crate::clock::{Clock, SystemClock, elapsed};
 use crate::condition::{ConditionStatus, ConditionType, Reason, Transition};
 use crate::events::Events;
-use crate::labels::LabelScheme;
 use crate::metrics::{ControllerMetrics, Metrics, WriteVerb};
 use crate::pipeline::{ChildKind, ObjectKey, Pipeline};
-use crate::status::{DEFAULT_INFRA_GRACE, OverallStatus};
 use crate::store::{ChildStore, OwnerIndex};
-use finalize::Release;
 use memory::Memory;
-
-/// How an engine behaves.
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    /// Label domain, controller name and field manager.
-    pub scheme: LabelScheme,
-    /// Infrastructure grace period (upstream: 10 s).
-    pub grace: Duration,
-    /// Backoff for infrastructure errors (1 s doubling to 300 s).
-    pub backoff: BackoffPolicy,
-    /// Recheck interval for user-fixable errors of objects with external dependencies, for
-    /// resource exhaustion, and for child kinds the cluster does not serve.
-    pub slow_recheck: Duration,
-    /// The reporting instance of events (the pod name; the binary reads it from its
-    /// environment, the library never does).
-    pub instance: Option<String>,
-}
-
-impl EngineConfig {
-    /// Defaults for `scheme`.
-    pub fn new(scheme: LabelScheme) -> Self {
-        Self {
-            scheme,
-            grace: DEFAULT_INFRA_GRACE,
-            backoff: BackoffPolicy::default(),
-            slow_recheck: Duration::from_mins(5),
-            instance: None,
-        }
-    }
-
-    /// Report events as `instance` (the pod name).
-    #[must_use]
-    pub fn instance(mut self, instance: impl Into<String>) -> Self {
-        self.instance = Some(instance.into());
-        self
-    }
-}
-
-/// What one reconcile did (for tests, logs and benchmarks).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Report {
-    /// What the controller runtime should do next.
-    pub action: Action,
-    /// The derived overall status (`None` when skipped or being deleted).
-    pub status: Option<OverallStatus>,
-    /// Applies sent.
-    pub applied: usize,
-    /// Deletes sent.
-    pub deleted: usize,
-    /// Whether status was patched.
-    pub status_written: bool,
-    /// Events published.
-    pub events: usize,
-    /// Finalizer patches sent (added or removed).
-    pub finalizers_written: usize,
-    /// Errors seen (components, listing, plan, apply, status), each once.
-    pub errors: Vec<CategorizedError>,
-    /// Skipped because paused or malformed, held ([`Self::held`]) or outdated
-    /// ([`Self::stale`]).
-    pub skipped: bool,
-    /// Skipped without a request because the object is held until a server's `Retry-After`
-    /// has passed; the action requeues for the rest of the hold.
-    pub held: bool,
-    /// Not reconciled because the copy given is outdated by a finalizer patch: ours succeeded
-    /// from it (the cache has not caught up yet), or was refused with 409 (someone else changed
-    /// the object). Nothing is planned, counted as a failure, nor sent after that; the action
-    /// requeues until the fresh copy is due (see [`finalize`]'s "Outdated copies").
-    pub stale: bool,
-}
-
-impl Report {
-    fn skipped(action: Action) -> Self {
-        Self {
-            action,
-            status: None,
-            applied: 0,
-            deleted: 0,
-            status_written: false,
-            events: 0,
-            finalizers_written: 0,
-            errors: Vec::new(),
-            skipped: true,
-            held: false,
-            stale: false,
-        }
-    }
-
-    /// Total writes sent (applies, deletes, status, events, finalizer patches).
-    pub fn writes(&self) -> usize {
-        self.applied
-            + self.deleted
-            + usize::from(self.status_written)
-            + self.events
-            + self.finalizers_written
-    }
-}
 
 /// Runs one controller's pipeline; see the module contract.
 pub struct Engine<P: Pipeline> {
@@ -415,197 +333,6 @@ impl<P: Pipeline> Engine<P> {
         .instrument(span)
         .await
     }
-
-    fn parent_of(obj: &P::Object, key: &ObjectKey) -> ParentRef {
-        ParentRef {
-            api_version: P::Object::api_version(&()).into_owned(),
-            kind: P::Object::kind(&()).into_owned(),
-            name: key.name.clone(),
-            namespace: key.namespace.clone(),
-            uid: obj.meta().uid.clone().unwrap_or_default(),
-            labels: obj.labels().clone(),
-        }
-    }
-
-    async fn run(&self, obj: &P::Object, key: &ObjectKey) -> Report {
-        let fresh = match self.current_copy(obj, key).await {
-            Ok(fresh) => fresh,
-            Err(report) => return report,
-        };
-        let (obj, reread) = fresh.as_deref().map_or((obj, false), |f| (f, true));
-        if obj.meta().deletion_timestamp.is_some() {
-            return self.finalize(obj, key, reread).await;
-        }
-        let parent = Self::parent_of(obj, key);
-        let mut errors: Vec<CategorizedError> = Vec::new();
-        let mut finalizers_written = 0;
-        let mut finalizer_missing = false;
-        match self.ensure_finalizer(obj, reread).await {
-            Ok(n) => finalizers_written = n,
-            Err(e) if !reread && finalize::outdated_copy(&e) => {
-                return Report::stale(Action::requeue(finalize::STALE_COPY_WAIT));
-            }
-            Err(e) => {
-                finalizer_missing = true;
-                errors.push(CategorizedError::from_error(&e));
-            }
-        }
-        match self.release_finalizer(obj, reread).await {
-            Ok(n) => finalizers_written += n,
-            Err(Release::Patch(e)) if !reread && finalize::outdated_copy(&e) => {
-                return Report::stale(Action::requeue(finalize::STALE_COPY_WAIT));
-            }
-            Err(Release::Patch(e)) => errors.push(CategorizedError::from_error(&e)),
-            Err(Release::Cleanup(e)) => errors.push(e),
-        }
-        let listing = apply::list_children(
-            &self.client,
-            &self.kinds,
-            &parent,
-            &self.config.scheme,
-            self.store.as_deref(),
-            self.config.slow_recheck,
-        )
-        .await;
-        let children = listing.children;
-        let fetched = self.pipeline.fetch(&self.client, obj, &children).await;
-        let observation = self.pipeline.compose(obj, &children, fetched);
-        errors.extend(listing.errors.iter().map(CategorizedError::from_error));
-
-        let upstream_blocked = observation
-            .components
-            .iter()
-            .filter(|c| c.effective_direction() == Direction::Upstream)
-            .flat_map(|c| c.errors.iter())
-            .any(|e| e.category.is_user_fixable() || e.category == ErrorCategory::Infrastructure);
-        let blocked = upstream_blocked
-            || !listing.errors.is_empty()
-            || finalizer_missing
-            || throttled(&errors);
-        let (mut applied, mut deleted) = (0, 0);
-        let mut requeue_after = None;
-        if blocked {
-            tracing::debug!(
-                "an upstream dependency, the listing or adding the finalizer failed; not planning"
-            );
-        } else {
-            match self.pipeline.plan(obj, &observation) {
-                Ok(plan) => {
-                    requeue_after = plan.requeue_after;
-                    let outcome = self
-                        .apply_plan(
-                            obj,
-                            key,
-                            plan,
-                            &parent,
-                            &children,
-                            &listing.missing_kinds,
-                            &observation,
-                        )
-                        .await;
-                    applied = outcome.applied;
-                    deleted = outcome.deleted;
-                    errors.extend(outcome.errors.iter().map(CategorizedError::from_error));
-                }
-                Err(e) => errors.push(CategorizedError::from_error(&e)),
-            }
-        }
-
-        // After a `Retry-After` nothing more is sent: the status follows once the hold passed.
-        let outcome = self
-            .write_status(obj, key, &observation, &errors, !throttled(&errors))
-            .await;
-        if let Some(e) = &outcome.error {
-            errors.push(CategorizedError::from_error(e));
-        }
-        // Only the API server's answers to the engine's own requests hold the object: a
-        // component's `retry_after` may be a pipeline's recheck interval (a kind not served).
-        let hold = errors.iter().filter_map(|e| e.retry_after).max();
-        let mut all: Vec<CategorizedError> = Vec::new();
-        for e in observation
-            .components
-            .iter()
-            .flat_map(|c| c.errors.iter())
-            .chain(errors.iter())
-        {
-            // A listing error also reaches the components that look up that kind: once.
-            if !all.contains(e) {
-                all.push(e.clone());
-            }
-        }
-        let action = self.decide(key, &all, observation.external, requeue_after, hold);
-        Report {
-            action,
-            status: Some(outcome.status),
-            applied,
-            deleted,
-            status_written: outcome.written,
-            events: outcome.events,
-            finalizers_written,
-            errors: all,
-            skipped: false,
-            held: false,
-            stale: false,
-        }
-    }
-
-    fn decide(
-        &self,
-        key: &ObjectKey,
-        errors: &[CategorizedError],
-        external: bool,
-        requeue_after: Option<Duration>,
-        hold: Option<Duration>,
-    ) -> Action {
-        let has = |c: ErrorCategory| errors.iter().any(|e| e.category == c);
-        if has(ErrorCategory::Infrastructure) {
-            let retry_after = errors.iter().filter_map(|e| e.retry_after).max();
-            let delay = self.backoff.failure(key, retry_after);
-            if let Some(ra) = hold {
-                // The requeue alone would not do: a child's watch event reconciles at once.
-                // Capped like the backoff, so no server can park an object (its spec edits,
-                // its finalizer) for longer. The deadline is on the engine's clock (wall
-                // time) while the requeue runs on tokio's monotonic timer: a clock step can
-                // shift one against the other, by at most the cap.
-                let now = self.clock.now();
-                if let Some(until) = later(now, self.config.backoff.honoured(ra)) {
-                    self.memory.hold(key, until, now);
-                }
-            }
-            tracing::info!(
-                delay_s = delay.as_secs_f64(),
-                "infrastructure error; backing off"
-            );
-            return Action::requeue(delay);
-        }
-        self.backoff.success(key);
-        if errors.iter().any(|e| e.category.is_user_fixable()) {
-            for e in errors.iter().filter(|e| e.category.is_user_fixable()) {
-                tracing::info!(category = %e.category, error = %e.message, "waiting for a fix");
-            }
-            return if external {
-                Action::requeue(self.config.slow_recheck)
-            } else {
-                Action::await_change()
-            };
-        }
-        if has(ErrorCategory::ResourceExhaustion) {
-            return Action::requeue(self.config.slow_recheck);
-        }
-        requeue_after.map_or_else(Action::await_change, Action::requeue)
-    }
-}
-
-/// Whether the API server asked us (with `Retry-After`) to wait before the next request.
-fn throttled(errors: &[CategorizedError]) -> bool {
-    errors.iter().any(|e| e.retry_after.is_some())
-}
-
-/// `now + d`, `None` past the end of time.
-fn later(now: k8s_openapi::jiff::Timestamp, d: Duration) -> Option<k8s_openapi::jiff::Timestamp> {
-    k8s_openapi::jiff::SignedDuration::try_from(d)
-        .ok()
-        .and_then(|d| now.checked_add(d).ok())
 }
 
 /// `reconcile` for `kube::runtime::Controller` over `DeserializeGuard<K>`.

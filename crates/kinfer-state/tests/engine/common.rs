@@ -54,6 +54,15 @@ pub struct ToySpec {
     /// Plan the first child twice.
     #[serde(default)]
     pub duplicate: bool,
+    /// The plan's `requeue_after`, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_s: Option<u64>,
+    /// The plan keeps its requeue although components report errors.
+    #[serde(default)]
+    pub keep_requeue: bool,
+    /// Also own a Secret of this name: a kind the toy controller neither lists nor watches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwatched: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -264,6 +273,21 @@ impl Pipeline for ToyPipeline {
             }
             plan.apply.push(d);
         }
+        if let Some(name) = &toy.spec.unwatched {
+            let secret = k8s_openapi::api::core::v1::Secret {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..ObjectMeta::default()
+                },
+                // `data`, not `stringData`: the server folds the latter into the former, so a
+                // body setting it would differ from the live object on every pass.
+                data: Some([("k".to_owned(), k8s_openapi::ByteString(b"v".to_vec()))].into()),
+                ..Default::default()
+            };
+            plan.apply.push(DesiredObject::from_typed(&secret)?);
+        }
+        plan.requeue_after = toy.spec.requeue_s.map(std::time::Duration::from_secs);
+        plan.requeue_despite_errors = toy.spec.keep_requeue;
         for name in &toy.spec.delete {
             plan.delete.push((
                 ChildKind::of::<ConfigMap>(),

@@ -11,5 +11,7 @@ mod handover;
 mod objects;
 mod outdated;
 mod ownership;
+mod requeue;
 mod status;
 mod steady;
+mod stores;

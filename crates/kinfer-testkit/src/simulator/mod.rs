@@ -4,7 +4,11 @@
 //! Contract: it reacts to watch events from the store, writes only through the normal commit
 //! path as field manager `kinfer-simulator` (so writes bump resourceVersion and emit events,
 //! and no-op writes are skipped), and never touches objects a test holds back.
+//!
+//! [`aim`] supplies the logs of simulated AIM images (discovery dry-runs, size checks) as a
+//! [`LogHook`], for `kinfer render` and the benchmark harness.
 
+pub mod aim;
 pub mod workloads;
 
 use std::collections::HashSet;

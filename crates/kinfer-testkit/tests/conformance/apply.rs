@@ -550,3 +550,76 @@ async fn dropping_a_status_object_with_required_children_removes_it_whole() {
     assert!(o.data.get("status").is_none(), "{}", o.data);
     assert_eq!(o.data["spec"]["size"], 1);
 }
+
+/// A write that names another object's UID was meant for an object that is gone (deleted and
+/// recreated by someone else): the server refuses it with 422 on `metadata.uid` instead of
+/// applying it to the new object; the right UID, or none, is accepted.
+#[tokio::test]
+async fn apply_naming_another_uid_is_refused_and_changes_nothing() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    let first = api
+        .patch(
+            "a",
+            &pp("op"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    let mut stale = applied("a", json!({"size": 3}));
+    stale["metadata"]["uid"] = json!("00000000-0000-0000-0000-000000000000");
+    let err = api_status(
+        api.patch("a", &pp("op"), &Patch::Apply(stale))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 422, "{err:?}");
+    assert!(err.message.contains("metadata.uid"), "{}", err.message);
+    let merge = json!({"metadata": {"uid": "00000000-0000-0000-0000-000000000000"},
+                       "spec": {"size": 4}});
+    let err = api_status(
+        api.patch("a", &PatchParams::default(), &Patch::Merge(merge))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 422, "{err:?}");
+    let now = api.get("a").await.unwrap();
+    assert_eq!(now.data["spec"]["size"], 2, "nothing applied");
+    assert_eq!(rv(&now), rv(&first));
+
+    let mut right = applied("a", json!({"size": 5}));
+    right["metadata"]["uid"] = json!(first.metadata.uid);
+    let ok = api
+        .patch("a", &pp("op"), &Patch::Apply(right))
+        .await
+        .unwrap();
+    assert_eq!(ok.data["spec"]["size"], 5);
+    assert_eq!(ok.metadata.uid, first.metadata.uid);
+}
+
+/// An update's UID is a precondition: naming another object's UID is a 409.
+#[tokio::test]
+async fn update_naming_another_uid_is_a_precondition_conflict() {
+    let (_c, client) = cluster().await;
+    let api = widgets(&client);
+    let mut o = api
+        .patch(
+            "a",
+            &pp("op"),
+            &Patch::Apply(applied("a", json!({"size": 2}))),
+        )
+        .await
+        .unwrap();
+    o.metadata.uid = Some("00000000-0000-0000-0000-000000000000".into());
+    let err = api_status(
+        api.replace("a", &kube::api::PostParams::default(), &o)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 409, "{err:?}");
+    assert!(
+        err.message.contains("Precondition failed"),
+        "{}",
+        err.message
+    );
+}

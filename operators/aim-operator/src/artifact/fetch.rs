@@ -6,10 +6,13 @@
 //! retried Job reuses the name while the old one's pods await garbage collection); a Complete check-size Job's pod log is read (its last
 //! line carries the size: the last 5 lines, at most 16 KiB); a Failed Job's failed pod gives
 //! the last 50 log lines, at most 64 KiB, for the diagnosis (NOTES row 29). A Complete
-//! download Job's log is never read ([`log_params`]).
+//! download Job's log is never read ([`log_params`]). While the download pod's identity may
+//! be needed ([`identity_wanted`]) the namespace's `default` ServiceAccount is read by name for
+//! its `imagePullSecrets` (absent: none), which that identity copies
+//! ([`kinfer_builders::discovery_job::progress_reporter`]).
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kinfer_api::aim::AIMArtifact;
 use kinfer_state::pipeline::Children;
 use kinfer_state::{CategorizeIn, CategorizedError, Direction};
@@ -28,6 +31,8 @@ pub const SIZE_TAIL_LINES: i64 = 5;
 pub const SIZE_TAIL_BYTES: i64 = 16 * 1024;
 /// The check-size Job's container.
 pub const CHECK_SIZE_CONTAINER: &str = "check-size";
+/// The download Job's container.
+pub const DOWNLOAD_CONTAINER: &str = "download";
 
 /// Which pod (by phase) of Job `job` to read, and how much: bounded always; a Complete
 /// download is not read at all; `None` while the Job runs.
@@ -69,8 +74,40 @@ pub struct Fetched {
     pub runtime_config: resolve::Fetched,
     /// The current Job's pods and log (`None` when the Job does not exist).
     pub job: Option<Result<JobObservation, CategorizedError>>,
+    /// The `imagePullSecrets` of the namespace's `default` ServiceAccount (empty when it is
+    /// absent), read only while the download identity may be needed ([`identity_wanted`]).
+    pub account_pull_secrets: Option<Result<Vec<String>, CategorizedError>>,
     /// The operator's clock when fetching (for the retry schedule; compose reads no clock).
     pub now: k8s_openapi::jiff::Timestamp,
+}
+
+/// Whether the download pod's identity may be planned this reconcile (a superset of what
+/// compose decides with [`super::reporter_needed`]): the current Job is the download and it
+/// runs, or is absent while the artifact is not Ready (about to be created); or it is the
+/// check-size Job and Complete (its measurement may plan the download at once).
+pub fn identity_wanted(artifact: &AIMArtifact, current: &str, live: Option<&Job>) -> bool {
+    match (current, live) {
+        (DOWNLOAD_CONTAINER, Some(j)) => super::reporter_needed(false, Some(j)),
+        (DOWNLOAD_CONTAINER, None) => artifact
+            .status
+            .as_ref()
+            .is_none_or(|s| s.status != kinfer_api::phase::Phase::Ready),
+        (_, Some(j)) => condition(j, "Complete"),
+        (_, None) => false,
+    }
+}
+
+/// The `imagePullSecrets` of `ns`'s `default` ServiceAccount; empty when it does not exist.
+async fn default_pull_secrets(client: &Client, ns: &str) -> Result<Vec<String>, kube::Error> {
+    let sa = Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .get_opt("default")
+        .await?;
+    Ok(sa
+        .and_then(|s| s.image_pull_secrets)
+        .into_iter()
+        .flatten()
+        .map(|r| r.name)
+        .collect())
 }
 
 fn condition(job: &Job, type_: &str) -> bool {
@@ -142,17 +179,33 @@ pub async fn fetch(
                 .map_err(|e| e.categorize_in(Direction::Downstream)),
         )
     };
-    let (runtime_config, job) = futures::join!(
+    let wanted = current.is_some_and(|(name, container)| {
+        let live = children.typed::<Job>(Some(&ns), name).ok().flatten();
+        identity_wanted(artifact, container, live.as_ref())
+    });
+    let account = async {
+        if !wanted {
+            return None;
+        }
+        Some(
+            default_pull_secrets(client, &ns)
+                .await
+                .map_err(|e| e.categorize_in(Direction::Downstream)),
+        )
+    };
+    let (runtime_config, job, account_pull_secrets) = futures::join!(
         resolve::fetch(
             client,
             Some(&ns),
             artifact.spec.runtime_config_name.as_deref()
         ),
         job,
+        account,
     );
     Fetched {
         runtime_config,
         job,
+        account_pull_secrets,
         now,
     }
 }

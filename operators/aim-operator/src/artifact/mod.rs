@@ -23,25 +23,26 @@
 //! `download` and `lastUsed` belong to the downloader: never part of the operator's status
 //! apply, so they are neither overwritten with stale values nor taken over.
 //!
-//! The downloader reports progress by patching `status` itself (upstream runs `kubectl patch`
-//! from the pod); that needs a RoleBinding for the Job's service account that this operator
-//! does not create (least privilege): without it the Job still downloads, and progress stays
-//! empty.
+//! Progress: the downloader patches `status.progress` itself, as the download pod's own
+//! identity, planned while the download runs ([`download`]); the design is
+//! [`kinfer_builders::discovery_job::progress_reporter`]'s, the behaviour docs/aim.md's.
 
 pub mod classify;
 pub mod compose;
+mod download;
 pub mod fetch;
 pub mod retry;
 
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kinfer_api::aim::{AIMArtifact, AIMArtifactStatus, CachingMode};
 use kinfer_builders::discovery_job::{
-    ArtifactInput, ArtifactJobs, DEFAULT_HEADROOM_PERCENT, artifact_objects,
+    ArtifactInput, ArtifactJobs, DEFAULT_HEADROOM_PERCENT, ProgressReporter, artifact_objects,
 };
 use kinfer_builders::naming::aim as names;
 use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
@@ -52,6 +53,8 @@ use kinfer_state::pipeline::{
 use kinfer_state::{CategorizedError, ErrorCategory, OverallStatus, Reason};
 use kube::{Client, ResourceExt};
 
+use self::download::compose_download;
+pub use self::download::reporter_needed;
 use self::fetch::Fetched;
 use crate::context::Context;
 use crate::runtime_config::{Resolved, resolve};
@@ -78,6 +81,8 @@ pub struct ArtifactState {
     pub claim_status: Option<(String, Option<Quantity>)>,
     /// The download Job to apply.
     pub download: Option<Job>,
+    /// The download pod's progress identity, while the download runs ([`reporter_needed`]).
+    pub reporter: Option<ProgressReporter>,
     /// A failed Job to delete so it runs again ([`retry`]).
     pub rerun: Option<String>,
     /// When a failed Job is due to run again.
@@ -99,17 +104,17 @@ impl ArtifactPipeline {
 
 /// For the live Job of `component`: when its failure was classified as Infrastructure (a
 /// timeout, an unreachable or forbidden source, an evicted pod, ...), delete it now (`rerun`)
-/// or say when ([`retry`]). A failure on that schedule is reported as the component's
-/// explicit state, reason and message without the error: an Infrastructure error makes the
-/// engine requeue on its own backoff (ignoring the plan's requeue, so a 300 s delay would
-/// first fire after ~511 s). Permanent and user-fixable failures are not retried (they wait
-/// for a spec change), and neither is a failure not classified (the Job's pods or log could
-/// not be read: that error stays and the engine backs off).
+/// or say when ([`retry`]). The failure stays the component's error (its reason, e.g.
+/// `DownloadTimeout`, on the condition); the plan keeps its requeue for the retry time despite
+/// it ([`PlanResult::requeue_despite_errors`]), so a 300 s delay is not replaced by the
+/// engine's error backoff. Permanent and user-fixable failures are not retried (they wait for
+/// a spec change), and neither is a failure not classified (the Job's pods or log could not
+/// be read: that error stays and the engine backs off).
 fn schedule_retry(
     a: &AIMArtifact,
     (component, job): (&str, &Job),
     classified: bool,
-    health: &mut ComponentHealth,
+    health: &ComponentHealth,
     now: k8s_openapi::jiff::Timestamp,
     state: &mut ArtifactState,
 ) {
@@ -131,10 +136,6 @@ fn schedule_retry(
         retry::Retry::Due => state.rerun = Some(job.name_any()),
         retry::Retry::After(d) => state.retry_in = Some(d),
     }
-    health.state = Some(health.effective_state());
-    health.reason = Some(health.effective_reason());
-    health.message = Some(health.effective_message());
-    health.errors.clear();
 }
 
 /// The Job kind as registered in `child_kinds` (the engine compares kinds, `prune` included).
@@ -154,12 +155,29 @@ fn child_name(a: &AIMArtifact, stage: &str) -> Result<String, CategorizedError> 
 /// The current Job and its container: the download once the size is known.
 fn current(a: &AIMArtifact) -> Option<(String, &'static str)> {
     match compose::known_size(a) {
-        Some(Ok(_)) => child_name(a, "download").ok().map(|n| (n, "download")),
+        Some(Ok(_)) => child_name(a, "download")
+            .ok()
+            .map(|n| (n, fetch::DOWNLOAD_CONTAINER)),
         Some(Err(_)) => None,
         None => child_name(a, "check-size")
             .ok()
             .map(|n| (n, fetch::CHECK_SIZE_CONTAINER)),
     }
+}
+
+/// An input the artifact's objects cannot be built from (InvalidSpec `InvalidArtifact`).
+fn invalid(e: &dyn std::fmt::Display) -> CategorizedError {
+    CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
+        .with_reason(Reason::custom("InvalidArtifact"))
+}
+
+/// The artifact as the parent of what it creates.
+fn parent(a: &AIMArtifact) -> Result<kinfer_builders::Parent, CategorizedError> {
+    Ok(kinfer_builders::Parent {
+        name: Dns1123Subdomain::new(a.name_any()).map_err(|e| invalid(&e))?,
+        namespace: Dns1123Label::new(a.namespace().unwrap_or_default()).map_err(|e| invalid(&e))?,
+        managed_by: scheme::manager(CONTROLLER),
+    })
 }
 
 fn input(
@@ -168,21 +186,12 @@ fn input(
     bytes: Option<u64>,
     headroom: u64,
 ) -> Result<ArtifactInput, CategorizedError> {
-    let invalid = |e: String| {
-        CategorizedError::new(ErrorCategory::InvalidSpec, e)
-            .with_reason(Reason::custom("InvalidArtifact"))
-    };
     let env = crate::env::merge(&[
         rc.map(|r| r.spec.env.as_slice()).unwrap_or_default(),
         &a.spec.env,
     ]);
     Ok(ArtifactInput {
-        parent: kinfer_builders::Parent {
-            name: Dns1123Subdomain::new(a.name_any()).map_err(|e| invalid(e.to_string()))?,
-            namespace: Dns1123Label::new(a.namespace().unwrap_or_default())
-                .map_err(|e| invalid(e.to_string()))?,
-            managed_by: scheme::manager(CONTROLLER),
-        },
+        parent: parent(a)?,
         uid: a.uid().unwrap_or_default(),
         pod_identity: kinfer_builders::security::PodIdentity::default(),
         source_uri: a.spec.source_uri.clone(),
@@ -193,7 +202,14 @@ fn input(
         }),
         headroom_percent: Some(headroom),
         downloader_image: Some(a.spec.model_download_image.clone()),
-        env: crate::env::k8s_env(&env).map_err(|e| invalid(e.to_string()))?,
+        env: crate::env::k8s_env(&env).map_err(|e| invalid(&e))?,
+        // The runtime config has none: the artifact's own (its creator copies a cache's).
+        image_pull_secrets: a
+            .spec
+            .image_pull_secrets
+            .iter()
+            .map(|s| s.name.clone())
+            .collect(),
     })
 }
 
@@ -219,6 +235,10 @@ impl Pipeline for ArtifactPipeline {
             // and never pruned.
             job_kind(),
             ChildKind::of::<PersistentVolumeClaim>(),
+            // The download pod's identity: pruned once the download is over.
+            ChildKind::of::<ServiceAccount>(),
+            ChildKind::of::<Role>(),
+            ChildKind::of::<RoleBinding>(),
         ]
     }
 
@@ -262,26 +282,22 @@ impl Pipeline for ArtifactPipeline {
             None => match child_name(object, "check-size") {
                 Ok(name) => {
                     let live = job(&name);
-                    let (mut h, measured) =
-                        compose::check_size(live.as_ref(), fetched.job.as_ref());
+                    let (h, measured) = compose::check_size(live.as_ref(), fetched.job.as_ref());
                     if let Some(j) = &live {
                         schedule_retry(
                             object,
                             (compose::CHECK_SIZE_JOB, j),
                             matches!(fetched.job, Some(Ok(_))),
-                            &mut h,
+                            &h,
                             fetched.now,
                             &mut state,
                         );
                     }
                     components.push(h);
                     if measured.is_none() && live.is_none() {
-                        match input(object, rc.as_ref(), None, headroom).and_then(|i| {
-                            artifact_objects(&i).map_err(|e| {
-                                CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
-                                    .with_reason(Reason::custom("InvalidArtifact"))
-                            })
-                        }) {
+                        match input(object, rc.as_ref(), None, headroom)
+                            .and_then(|i| artifact_objects(&i).map_err(|e| invalid(&e)))
+                        {
                             Ok(ArtifactJobs::CheckSize(j)) => {
                                 let fp = compose::fingerprint(&j);
                                 match compose::recorded_failure(
@@ -344,8 +360,16 @@ impl Pipeline for ArtifactPipeline {
             plan.delete.push((kind, key));
         }
         plan.requeue_after = s.retry_in;
+        // The retry's delay, not the error backoff of the failure it retries.
+        plan.requeue_despite_errors = s.retry_in.is_some();
         if let Some(c) = &s.claim {
             plan.apply.push(DesiredObject::from_typed(c)?);
+        }
+        if let Some(r) = &s.reporter {
+            plan.apply
+                .push(DesiredObject::from_typed(&r.service_account)?);
+            plan.apply.push(DesiredObject::from_typed(&r.role)?);
+            plan.apply.push(DesiredObject::from_typed(&r.binding)?);
         }
         Ok(plan)
     }
@@ -403,72 +427,5 @@ impl Pipeline for ArtifactPipeline {
             status: scheme::phase(status),
         };
         serde_json::to_value(st).unwrap_or_default()
-    }
-}
-
-/// The download half of compose, once the size is known: the claim (while absent) and the
-/// download Job, with their components.
-fn compose_download(
-    (object, children, fetched, rc): (&AIMArtifact, &Children, &Fetched, Option<&Resolved>),
-    bytes: u64,
-    state: &mut ArtifactState,
-    components: &mut Vec<ComponentHealth>,
-) {
-    let ns = object.namespace().unwrap_or_default();
-    let built = input(object, rc, Some(bytes), state.headroom).and_then(|i| {
-        artifact_objects(&i).map_err(|e| {
-            CategorizedError::new(ErrorCategory::InvalidSpec, e.to_string())
-                .with_reason(Reason::custom("InvalidArtifact"))
-        })
-    });
-    let (claim, job) = match built {
-        Ok(ArtifactJobs::Download { claim, job }) => (*claim, *job),
-        Ok(ArtifactJobs::CheckSize(_)) => return,
-        Err(e) => {
-            components.push(error_health(compose::DOWNLOAD_JOB, e));
-            return;
-        }
-    };
-    let claim_name = claim.metadata.name.clone().unwrap_or_default();
-    let live_claim = match children.typed::<PersistentVolumeClaim>(Some(&ns), &claim_name) {
-        Ok(c) => c,
-        Err(e) => {
-            components.push(error_health(compose::CACHE_PVC, e));
-            return;
-        }
-    };
-    components.push(compose::claim(live_claim.as_ref(), &claim_name));
-    let request = |c: &PersistentVolumeClaim| {
-        c.spec
-            .as_ref()
-            .and_then(|s| s.resources.as_ref())
-            .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get("storage").cloned())
-    };
-    state.claim_status = Some((
-        claim_name,
-        live_claim.as_ref().map_or_else(|| request(&claim), request),
-    ));
-    if live_claim.is_none() {
-        state.claim = Some(claim);
-    }
-    let job_name = job.metadata.name.clone().unwrap_or_default();
-    let live_job = children.typed::<Job>(Some(&ns), &job_name).ok().flatten();
-    let (mut h, plan_job) =
-        compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job);
-    if let Some(j) = &live_job {
-        let classified = matches!(fetched.job, Some(Ok(_)));
-        schedule_retry(
-            object,
-            (compose::DOWNLOAD_JOB, j),
-            classified,
-            &mut h,
-            fetched.now,
-            state,
-        );
-    }
-    components.push(h);
-    if plan_job && live_job.is_none() {
-        state.download = Some(job);
     }
 }

@@ -59,7 +59,8 @@ fn sources(
     }
 }
 
-async fn template(
+/// The template `name` of `scope`, as a cache reads it (`Ok(None)`: not found).
+pub(crate) async fn template(
     client: &Client,
     ns: &str,
     name: &str,

@@ -9,16 +9,13 @@
 //! `observedGeneration`.
 //!
 //! Finalizer `aim.eai.amd.com/artifactcleanup`: on deletion the non-Ready artifacts this cache
-//! created (its creator label) are deleted, except those another live cache of the namespace
-//! lists in `status.artifacts`: a shared download in flight for another cache survives (the
-//! creator label moves to the cache sorting first, so it may name a cache that merely joined).
-//! Ready shared artifacts stay for reuse; the engine skips the cleanup in a terminating
-//! namespace or when access is forbidden.
+//! created are deleted, except those another live cache uses or is about to use, which are
+//! handed over to it ([`finalize`]). Ready shared artifacts stay for reuse.
 
 pub mod compose;
 pub mod fetch;
+pub mod finalize;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -27,11 +24,10 @@ use kinfer_state::health::ComponentHealth;
 use kinfer_state::pipeline::{
     ChildKind, Children, DesiredError, DesiredObject, Observation, Pipeline, PlanResult,
 };
-use kinfer_state::{CategorizeIn, CategorizedError, Direction, OverallStatus};
-use kube::api::ListParams;
-use kube::{Api, Client, ResourceExt};
+use kinfer_state::{CategorizedError, OverallStatus};
+use kube::Client;
 
-use self::compose::{CREATOR_LABEL, SourceArtifact};
+use self::compose::SourceArtifact;
 use self::fetch::Fetched;
 use crate::context::Context;
 use crate::runtime_config::{Resolved, resolve};
@@ -67,17 +63,6 @@ impl CachePipeline {
     }
 }
 
-/// The artifacts the other live caches of `caches` list in their status: a finalizer must
-/// not delete them, whoever created them.
-fn used_by_others(this: &AIMTemplateCache, caches: &[AIMTemplateCache]) -> BTreeSet<String> {
-    caches
-        .iter()
-        .filter(|c| c.uid() != this.uid() && c.metadata.deletion_timestamp.is_none())
-        .filter_map(|c| c.status.as_ref())
-        .flat_map(|s| s.artifacts.values().map(|a| a.name.clone()))
-        .collect()
-}
-
 impl HasRuntimeConfig for CacheState {
     fn runtime_config(&self) -> Option<&Resolved> {
         self.runtime_config.as_ref()
@@ -104,19 +89,7 @@ impl Pipeline for CachePipeline {
         client: &Client,
         object: &AIMTemplateCache,
     ) -> Result<(), CategorizedError> {
-        let ns = object.namespace().unwrap_or_default();
-        let api: Api<AIMArtifact> = Api::namespaced(client.clone(), &ns);
-        let selector = format!(
-            "{CREATOR_LABEL}={}",
-            scheme::label_value(&object.name_any())
-        );
-        let caches: Api<AIMTemplateCache> = Api::namespaced(client.clone(), &ns);
-        let others = caches
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.categorize_in(Direction::Downstream))?;
-        let keep = used_by_others(object, &others.items);
-        crate::service::cleanup::delete_unready(&api, &selector, &keep).await
+        finalize::finalize(client, object).await
     }
 
     async fn fetch(

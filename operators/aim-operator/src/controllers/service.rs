@@ -12,16 +12,17 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::watch;
 
 use super::catalog::with_config_watches;
-use super::{base, children_config, drive, engine, object_ref, owner_of, serving};
+use super::{drive, engine, namespaced, object_ref, owns, serving};
 use crate::context::Context;
 use crate::scheme;
 use crate::service::ServicePipeline;
+use kinfer_operator::controller::ControllerOptions;
 
 pub(super) fn service_controller(
     client: &Client,
     ctx: &Arc<Context>,
     metrics: &Metrics,
-    concurrency: u16,
+    options: &ControllerOptions,
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()> {
     let controller = scheme::controller::SERVICE;
@@ -31,24 +32,14 @@ pub(super) fn service_controller(
         controller,
         metrics,
     );
-    let c = base::<AIMService>(client, concurrency)
-        .watches(
-            Api::<InferenceService>::all(client.clone()),
-            children_config(controller),
-            owner_of::<AIMService, InferenceService>(true),
-        )
-        .watches(
-            Api::<gateway_api::httproutes::HttpRoute>::all(client.clone()),
-            children_config(controller),
-            owner_of::<AIMService, gateway_api::httproutes::HttpRoute>(true),
-        )
-        .watches(
-            Api::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>::all(client.clone()),
-            children_config(controller),
-            owner_of::<AIMService, k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(
-                true,
-            ),
-        );
+    let c = namespaced(client, (controller, &engine), options);
+    let c = owns::<_, InferenceService>(c, client, (controller, &engine));
+    let c = owns::<_, gateway_api::httproutes::HttpRoute>(c, client, (controller, &engine));
+    let c = owns::<_, k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(
+        c,
+        client,
+        (controller, &engine),
+    );
     // Resolution and selection read models and templates: re-enqueue their namespace's services.
     let by_ns = serving::all_in(c.store());
     // Shared caches have no owner: a cache change re-enqueues the services using it.

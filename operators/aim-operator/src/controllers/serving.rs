@@ -9,7 +9,8 @@
 //! ([`caches_of_artifact`]); a cache to the services whose `status.cache.templateCacheRef`
 //! names it, that keep it (`aim.eai.amd.com/service`) or that are not Running yet
 //! ([`services_of_cache`]). A cache also follows its runtime config; an artifact follows its
-//! Jobs, PVC and its Jobs' pods (which carry the artifact's label from the pod template).
+//! Jobs, PVC, its Jobs' pods (which carry the artifact's label from the pod template) and the
+//! download pod's ServiceAccount, Role and RoleBinding.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -25,9 +26,10 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::catalog::with_config_watches;
-use super::{Guarded, base, children_config, drive, engine, object_ref, owner_of};
+use super::{Guarded, children_config, drive, engine, namespaced, object_ref, owns};
 use crate::context::Context;
 use crate::scheme;
+use kinfer_operator::controller::ControllerOptions;
 
 /// Every object of `store` in `namespace` (all for `None`), to re-enqueue on a change of
 /// something they read (models, templates, unowned caches and artifacts).
@@ -127,9 +129,11 @@ pub(super) fn controllers(
     client: &Client,
     ctx: &Arc<Context>,
     metrics: &Metrics,
-    n: u16,
+    options: &ControllerOptions,
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()> {
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     use kinfer_api::aim::{AIMArtifact, AIMTemplateCache};
     let caches = {
         let c = crate::cache::CONTROLLER;
@@ -141,7 +145,7 @@ pub(super) fn controllers(
         );
         // Shared artifacts have no owner: mapped to the caches using them; sources come from
         // templates: re-enqueue the namespace's caches (all caches for cluster templates).
-        let base = base::<AIMTemplateCache>(client, n);
+        let base = namespaced(client, (c, &engine), options);
         let by_ns = all_in(base.store());
         let store = base.store();
         let c = base.watches(
@@ -171,29 +175,27 @@ pub(super) fn controllers(
             c,
             metrics,
         );
-        let c = base::<AIMArtifact>(client, n)
-            .watches(
-                Api::<Job>::all(client.clone()),
-                children_config(c),
-                owner_of::<AIMArtifact, Job>(true),
-            )
-            .watches(
-                Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::all(client.clone()),
-                children_config(c),
-                owner_of::<AIMArtifact, k8s_openapi::api::core::v1::PersistentVolumeClaim>(true),
-            )
-            // The Jobs' pods (an image pull refused while the Job keeps waiting) carry the
-            // artifact's label from the pod template.
-            .watches(
-                Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()),
-                children_config(c),
-                |pod: k8s_openapi::api::core::v1::Pod| {
-                    let key = scheme::scheme(crate::artifact::CONTROLLER).parent_key();
-                    pod.labels()
-                        .get(&key)
-                        .map(|a| object_ref::<AIMArtifact>(a, pod.meta().namespace.as_deref()))
-                },
-            );
+        let it = (c, &engine);
+        let c = namespaced(client, it, options);
+        let c = owns::<_, Job>(c, client, it);
+        let c = owns::<_, PersistentVolumeClaim>(c, client, it);
+        // The download pod's ServiceAccount, Role and RoleBinding: a change or deletion by
+        // someone else is repaired while the download runs.
+        let c = owns::<_, ServiceAccount>(c, client, it);
+        let c = owns::<_, Role>(c, client, it);
+        let c = owns::<_, RoleBinding>(c, client, it);
+        // The Jobs' pods (an image pull refused while the Job keeps waiting) carry the
+        // artifact's label from the pod template.
+        let c = c.watches(
+            Api::<Pod>::all(client.clone()),
+            children_config(it.0),
+            |pod: Pod| {
+                let key = scheme::scheme(crate::artifact::CONTROLLER).parent_key();
+                pod.labels()
+                    .get(&key)
+                    .map(|a| object_ref::<AIMArtifact>(a, pod.meta().namespace.as_deref()))
+            },
+        );
         let c = with_config_watches(c, client, |a: &AIMArtifact| {
             a.spec.runtime_config_name.as_deref()
         });

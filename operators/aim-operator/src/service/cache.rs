@@ -123,10 +123,7 @@ pub fn desired(
             runtime_config_name: svc.spec.runtime_config_name.clone(),
             storage_class_name: storage_class,
             template_name: t.name.clone(),
-            template_scope: match t.scope {
-                ResolutionScope::Cluster => TemplateScope::Cluster,
-                _ => TemplateScope::Namespace,
-            },
+            template_scope: scope_of(t),
         },
         status: None,
     }
@@ -196,6 +193,19 @@ fn live_health(cache: &AIMTemplateCache) -> ComponentHealth {
     )
 }
 
+/// Whether the live cache `c` is a cache of template `t` (same name and scope).
+fn serves(c: &AIMTemplateCache, t: &TemplateInfo) -> bool {
+    c.spec.template_name == t.name && c.spec.template_scope == scope_of(t)
+}
+
+/// The `templateScope` a cache of `t` carries.
+fn scope_of(t: &TemplateInfo) -> TemplateScope {
+    match t.scope {
+        ResolutionScope::Cluster => TemplateScope::Cluster,
+        _ => TemplateScope::Namespace,
+    }
+}
+
 /// Whether `svc` keeps the shared cache of `t` applied; see the module contract.
 fn keeps_shared_cache(svc: &AIMService, t: &TemplateInfo, peers: &[AIMService]) -> bool {
     let me = svc.name_any();
@@ -234,6 +244,23 @@ pub fn compose(
         }
     };
     let live = caches.iter().find(|c| c.name_any() == name);
+    if let Some(other) = live.filter(|c| !serves(c, t)) {
+        // Another template's cache holds the name (created by hand, or by an operator
+        // naming caches differently): never mount its volumes, never apply over it.
+        let message = format!(
+            "template cache {name} exists for template {} ({:?}), not {}: rename or delete it",
+            other.spec.template_name, other.spec.template_scope, t.name
+        );
+        let health = health(ComponentState::Failed, "CacheNameTaken", message);
+        let choice = CacheChoice {
+            name,
+            mode,
+            desired: None,
+            mounts: None,
+            reference: None,
+        };
+        return (health, Some(choice));
+    }
     let planned = match (mode, live) {
         (CachingMode::Shared, Some(_)) if !keeps_shared_cache(svc, t, peers) => None,
         _ => Some(desired(svc, t, rc, &name, mode)),

@@ -1,14 +1,13 @@
 //! Finalizer steps (NOTES row 23): delete the non-Ready objects a parent created.
 //!
 //! Contract: [`delete_unready`] deletes the objects of `api` matching `selector` whose
-//! `status.status` is not Ready, that are not already being deleted and whose name is not in
-//! `keep` (objects something else still uses); one already gone is fine. Errors are categorised: a Forbidden read or delete is Auth, on which the engine
+//! `status.status` is not Ready, that are not already being deleted and that `keep` does not
+//! keep (objects something else still uses); one already gone is fine. Errors are categorised: a Forbidden read or delete is Auth, on which the engine
 //! releases the finalizer anyway (the engine never calls a finalizer in a terminating
 //! namespace). The service deletes the caches labelled `aim.eai.amd.com/service=<service>`
 //! ([`remove_unready_caches`]): a Ready shared cache is kept for the other services of its
 //! template, and dedicated caches go with the service by owner reference anyway.
 
-use std::collections::BTreeSet;
 use std::fmt::Debug;
 
 use kinfer_api::aim::AIMTemplateCache;
@@ -22,11 +21,20 @@ use serde::de::DeserializeOwned;
 use super::cache::SERVICE_LABEL;
 use crate::scheme;
 
+/// Whether `o` is neither Ready (`status.status`) nor already being deleted: what a
+/// finalizer may delete.
+pub fn unready<K: Resource + Serialize>(o: &K) -> bool {
+    let phase = serde_json::to_value(o)
+        .ok()
+        .and_then(|v| serde_json::from_value::<Phase>(v["status"]["status"].clone()).ok());
+    phase != Some(Phase::Ready) && o.meta().deletion_timestamp.is_none()
+}
+
 /// Deletes the non-Ready objects of `api` matching `selector`; see the module contract.
 pub async fn delete_unready<K>(
     api: &Api<K>,
     selector: &str,
-    keep: &BTreeSet<String>,
+    keep: impl Fn(&K) -> bool,
 ) -> Result<(), CategorizedError>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
@@ -36,13 +44,7 @@ where
         .await
         .map_err(|e| e.categorize_in(Direction::Downstream))?;
     for o in list.items {
-        let phase = serde_json::to_value(&o)
-            .ok()
-            .and_then(|v| serde_json::from_value::<Phase>(v["status"]["status"].clone()).ok());
-        if phase == Some(Phase::Ready)
-            || o.meta().deletion_timestamp.is_some()
-            || keep.contains(&o.name_any())
-        {
+        if !unready(&o) || keep(&o) {
             continue;
         }
         tracing::info!(object = %o.name_any(), "deleting a non-Ready object on finalization");
@@ -66,5 +68,5 @@ pub async fn remove_unready_caches(
         "{SERVICE_LABEL}={}",
         scheme::label_value(&service.name_any())
     );
-    delete_unready(&api, &selector, &BTreeSet::new()).await
+    delete_unready(&api, &selector, |_| false).await
 }

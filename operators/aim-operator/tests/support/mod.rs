@@ -25,12 +25,18 @@ use tokio::sync::watch;
 pub const NS: &str = "test";
 pub const SYSTEM_NS: &str = "aim-system";
 pub const TIMEOUT: Duration = Duration::from_secs(30);
+/// The user the operator's client impersonates: the cluster counts its requests apart from
+/// the test's ([`kinfer_testkit::Counters::by_client`]).
+pub const OPERATOR_USER: &str = "system:serviceaccount:aim-system:aim-operator";
 
 pub struct Env {
     pub cluster: TestCluster,
+    /// The test's client (not the operator's).
     pub client: Client,
     pub ctx: Arc<Context>,
     pub clock: Arc<ManualClock>,
+    /// The running operator's metrics.
+    pub metrics: Metrics,
     stop: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -80,7 +86,13 @@ pub async fn start_with(tune: impl FnOnce(&mut Settings)) -> Env {
     let ctx = Context::new(settings)
         .expect("context")
         .with_clock(clock.clone());
-    let operator = Operator::start_with(client.clone(), ctx, Metrics::new()).expect("operator");
+    let metrics = Metrics::new();
+    let operator = Operator::start_with(
+        client_as(&cluster, OPERATOR_USER).await,
+        ctx,
+        metrics.clone(),
+    )
+    .expect("operator");
     let ctx = Arc::clone(&operator.ctx);
     let (stop, rx) = watch::channel(false);
     let task = tokio::spawn(operator.run(rx));
@@ -89,6 +101,7 @@ pub async fn start_with(tune: impl FnOnce(&mut Settings)) -> Env {
         client,
         ctx,
         clock,
+        metrics,
         stop,
         task: Some(task),
     }
@@ -105,6 +118,68 @@ impl Env {
         let engine = controllers::engine(&self.client, pipeline, controller, &Metrics::new());
         Box::pin(engine.reconcile(obj)).await
     }
+}
+
+/// A client of `cluster` impersonating `user` (a kubeconfig with `as: <user>`).
+pub async fn client_as(cluster: &TestCluster, user: &str) -> Client {
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig_yaml_as(user)).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("config");
+    Client::try_from(config).expect("client")
+}
+
+impl Env {
+    /// Reconciles the running operator's `controller` (short name) has finished so far
+    /// (paused skips excluded).
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        self.controller_metric("kinfer_reconciles_total", controller)
+    }
+
+    /// Reconciles of the running operator's `controller` skipped for the paused annotation.
+    pub fn paused_skips(&self, controller: &str) -> u64 {
+        self.controller_metric("kinfer_paused_total", controller)
+    }
+
+    fn controller_metric(&self, name: &str, controller: &str) -> u64 {
+        self.metrics.sum(&format!(
+            "{name}{{controller=\"{}\"}} ",
+            aim_operator::scheme::manager(controller)
+        ))
+    }
+
+    /// Requests `verb` of `resource` the operator's client sent so far, whatever the answer.
+    pub fn operator_requests(&self, verb: &str, resource: &str) -> u64 {
+        self.cluster
+            .counters()
+            .by_client()
+            .get(OPERATOR_USER)
+            .into_iter()
+            .flatten()
+            .filter(|((v, r, _), _)| v == verb && r == resource)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Writes with a 2xx answer the operator's client sent so far.
+    pub fn operator_writes(&self) -> u64 {
+        self.cluster.counters().client_writes(OPERATOR_USER)
+    }
+}
+
+/// Polls `cond` (every 20 ms, bounded by [`TIMEOUT`]) until it holds.
+pub async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let r = tokio::time::timeout(TIMEOUT, async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(r.is_ok(), "{what} did not happen within {TIMEOUT:?}");
 }
 
 /// Waits until `cond` holds for the object (bounded by [`TIMEOUT`]); returns it.

@@ -99,6 +99,15 @@ pub fn cond(svc: &AIMService, t: &str) -> (String, String, String) {
     cond_in(&svc.status.as_ref().unwrap().conditions, t)
 }
 
+/// Whether artifact `a` has a condition `type_` with reason `reason`.
+pub fn artifact_reason(a: &AIMArtifact, type_: &str, reason: &str) -> bool {
+    a.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.reason == reason)
+    })
+}
+
 /// A second reconcile of service `name` writes nothing.
 pub async fn steady_service(env: &Env, services: &Api<AIMService>, name: &str) {
     let live = services.get(name).await.unwrap();

@@ -2,9 +2,9 @@
 //!
 //! Contract: reads only, never fails as a whole (errors are kept per item). It snapshots the
 //! optional CRDs once, so compose and plan of one reconcile agree, and reads the Endpoint
-//! Picker's ClusterRoleBinding from the controllers' view of the marked bindings
-//! ([`ClusterBindings`]) or, when the view does not hold it (not created yet, or unmarked:
-//! upstream's), by name: the engine lists only namespaced children, and the
+//! Picker's ClusterRoleBinding from the engine's index of the marked ones
+//! ([`crate::cluster_rbac`]) or, when the index does not hold it (not created yet, or
+//! unmarked: upstream's), by name: the engine lists only namespaced children, and the
 //! name (`<namespace>-<epp>`) is ambiguous across namespaces (`a-b`/`c` and `a`/`b-c` both give
 //! `a-b-c-epp`), so [`cluster_rbac_owner`] decides from the binding's parent labels whether it
 //! is this ModelService's.
@@ -12,10 +12,10 @@
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kinfer_api::modelservice::ModelService;
 use kinfer_builders::{labels, naming};
+use kinfer_state::OwnerIndex;
 use kinfer_state::health::FetchResult;
 use kube::{Api, Client, ResourceExt};
 
-use crate::cluster_bindings::ClusterBindings;
 use crate::config::OperatorConfig;
 use crate::optional_crds::OptionalCrds;
 
@@ -91,23 +91,25 @@ pub fn cluster_rbac_owner(binding: &ClusterRoleBinding, ms: &ModelService) -> Cl
     }
 }
 
-/// Reads the dependencies of `ms`; the binding from `bindings` when that view holds it.
+/// Reads the dependencies of `ms`; the binding from `index` when that holds it.
 pub async fn fetch(
     client: &Client,
     ms: &ModelService,
     config: &OperatorConfig,
     crds: OptionalCrds,
-    bindings: Option<&ClusterBindings>,
+    index: Option<&OwnerIndex>,
 ) -> Fetched {
     let cluster_binding = match (config.metrics_endpoint_auth, cluster_rbac_name(ms)) {
-        (true, Some(name)) => Some(match bindings.and_then(|view| view.get(&name)) {
-            Some(cached) => Ok(Some(cached)),
-            None => {
-                Api::<ClusterRoleBinding>::all(client.clone())
-                    .get_opt(&name)
-                    .await
-            }
-        }),
+        (true, Some(name)) => Some(
+            match index.and_then(|i| crate::cluster_rbac::binding(i, &name)) {
+                Some(cached) => Ok(Some(cached)),
+                None => {
+                    Api::<ClusterRoleBinding>::all(client.clone())
+                        .get_opt(&name)
+                        .await
+                }
+            },
+        ),
         _ => None,
     };
     Fetched {

@@ -29,11 +29,10 @@ use kinfer_state::condition::ConditionSet;
 use kinfer_state::pipeline::{
     ChildKind, Children, DesiredError, Observation, Pipeline, PlanResult,
 };
-use kinfer_state::{CategorizedError, LabelScheme, OverallStatus};
+use kinfer_state::{CategorizedError, LabelScheme, OverallStatus, OwnerIndex};
 use kube::Client;
 use kube::core::DynamicObject;
 
-use crate::cluster_bindings::ClusterBindings;
 use crate::config::{OperatorConfig, ParseFlagError};
 use crate::optional_crds::OptionalCrds;
 
@@ -108,7 +107,7 @@ impl Categorize for PlanError {
 pub struct ModelServicePipeline {
     config: Arc<OperatorConfig>,
     crds: OptionalCrds,
-    bindings: Option<Arc<ClusterBindings>>,
+    index: Option<Arc<OwnerIndex>>,
 }
 
 impl ModelServicePipeline {
@@ -117,26 +116,26 @@ impl ModelServicePipeline {
         Self {
             config: Arc::new(config),
             crds,
-            bindings: None,
+            index: None,
         }
     }
 
-    /// The same pipeline for another set of optional CRDs (and no binding view: each start of
-    /// the controllers watches afresh).
+    /// The same pipeline for another set of optional CRDs (and no index: each start of the
+    /// controllers watches afresh).
     #[must_use]
     pub fn with_crds(&self, crds: OptionalCrds) -> Self {
         Self {
             config: Arc::clone(&self.config),
             crds,
-            bindings: None,
+            index: None,
         }
     }
 
-    /// This pipeline reading the metrics-auth ClusterRoleBindings from `bindings` (fed by the
-    /// controllers' watch) before it reads one by name.
+    /// This pipeline reading the metrics-auth ClusterRoleBinding from `index` (the engine's,
+    /// fed by the controllers' watches: [`crate::cluster_rbac`]) before it reads it by name.
     #[must_use]
-    pub fn with_bindings(mut self, bindings: Arc<ClusterBindings>) -> Self {
-        self.bindings = Some(bindings);
+    pub fn with_index(mut self, index: Arc<OwnerIndex>) -> Self {
+        self.index = Some(index);
         self
     }
 
@@ -196,7 +195,7 @@ impl Pipeline for ModelServicePipeline {
             object,
             &self.config,
             self.crds(),
-            self.bindings.as_deref(),
+            self.index.as_deref(),
         )
         .await
     }

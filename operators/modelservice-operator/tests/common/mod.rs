@@ -49,6 +49,8 @@ pub struct Harness {
     /// An engine of its own over the operator's configuration and the optional CRDs at
     /// (re)start, for reconciling by hand.
     pub engine: Arc<Engine<ModelServicePipeline>>,
+    /// The metrics of the running operator's controllers (replaced by every [`Harness::run`]).
+    pub metrics: Metrics,
     stop: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
     watcher: Option<JoinHandle<()>>,
@@ -110,6 +112,7 @@ impl Harness {
         let (stop, _) = watch::channel(false);
         Self {
             engine: dummy_engine(&client, config),
+            metrics: Metrics::new(),
             cluster,
             client,
             stop,
@@ -120,6 +123,12 @@ impl Harness {
 
     /// (Re)starts the operator with `config` (an operator upgrade or flag change).
     pub async fn run(&mut self, config: OperatorConfig) {
+        self.run_with(config, ControllerOptions::default()).await;
+    }
+
+    /// (Re)starts the operator with `config` and the controller `options` (watched
+    /// namespaces, ...).
+    pub async fn run_with(&mut self, config: OperatorConfig, options: ControllerOptions) {
         self.halt().await;
         let (stop, stop_rx) = watch::channel(false);
         let crds = CrdWatch::start(&self.client, &optional_crds::NAMES, stop_rx.clone())
@@ -128,11 +137,12 @@ impl Harness {
         let pipeline =
             ModelServicePipeline::new(config, OptionalCrds::from_installed(&crds.current()));
         self.engine = controller::engine(self.client.clone(), pipeline.clone(), Metrics::new());
+        self.metrics = Metrics::new();
         self.task = Some(tokio::spawn(controller::run(
             self.client.clone(),
             pipeline,
-            Metrics::new(),
-            ControllerOptions::default(),
+            self.metrics.clone(),
+            options,
             crds.subscribe(),
             stop_rx,
         )));
@@ -222,6 +232,37 @@ impl Harness {
             .get_opt(name)
             .await
             .expect("get")
+    }
+}
+
+impl Harness {
+    /// The sum of the running operator's metric samples whose line starts with `name`.
+    pub fn metric(&self, name: &str) -> u64 {
+        self.metrics.sum(name)
+    }
+
+    /// The UID of the stored object `plural`/`name` of `group` in `ns`, read in-process (not a
+    /// request, so polling it does not disturb the counters).
+    pub fn stored_uid(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<String> {
+        self.cluster
+            .objects(group, plural)
+            .iter()
+            .find(|o| o["metadata"]["namespace"] == ns && o["metadata"]["name"] == name)
+            .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned))
+    }
+
+    /// Waits (bounded by [`TIMEOUT`], polling in-process every 20 ms: no request) until `cond`.
+    pub async fn eventually(&self, what: &str, cond: impl Fn(&Self) -> bool) {
+        let polled = tokio::time::timeout(TIMEOUT, async {
+            while !cond(self) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(
+            polled.is_ok(),
+            "timed out ({TIMEOUT:?}) waiting until {what}"
+        );
     }
 }
 

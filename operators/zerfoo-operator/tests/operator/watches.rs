@@ -46,14 +46,7 @@ async fn remembered(env: &Env, n: usize, what: &str) {
 
 /// The sum of the engine's metric samples whose line starts with `name`.
 fn metric(env: &Env, name: &str) -> u64 {
-    env.engine
-        .metrics()
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with(name))
-        .filter_map(|l| l.rsplit(' ').next())
-        .filter_map(|n| n.parse::<u64>().ok())
-        .sum()
+    env.engine.metrics().sum(name)
 }
 
 /// Samples of the queue-wait histogram so far.

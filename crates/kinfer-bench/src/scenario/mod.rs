@@ -1,6 +1,10 @@
 //! The scenarios: which operator binary runs, which CRDs the cluster serves, what each of the
-//! N custom resources looks like, and what convergence means (every CR's status at
-//! `observedGeneration == generation` and every child it should own present).
+//! N custom resources looks like, what it depends on (a [`Catalog`], created and counted
+//! before the CRs), and what convergence means (every CR's status at
+//! `observedGeneration == generation`, in the state the simulator lets it reach, and every
+//! child it should own present).
+
+pub mod aim;
 
 use std::collections::HashSet;
 
@@ -21,11 +25,34 @@ pub fn namespace_of(i: usize) -> String {
 /// A resource the harness reads: `(group, plural)`.
 pub type Resource = (&'static str, &'static str);
 
+/// An object the harness creates: `(apiVersion, plural, namespace, object)`.
+pub type NewObject = (&'static str, &'static str, String, Value);
+
+/// What the CRs depend on and the operator must settle before (or while) they are created:
+/// created after the idle figure, its writes and memory counted apart so they do not distort
+/// the per-CR figures.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// One line for the notes: what the catalog is.
+    pub describe: &'static str,
+    /// Cluster context created before the operator starts (Nodes, namespaces, simulated
+    /// logs): not the operator's work, so not counted.
+    pub context: fn(&TestCluster) -> Result<()>,
+    /// The catalog objects, created at once.
+    pub objects: fn() -> Vec<NewObject>,
+    /// `(settled, expected)`: how far the operator has brought the catalog.
+    pub progress: fn(&TestCluster) -> (usize, usize),
+}
+
 /// One scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
     /// `zerfoo`, `modelservice` or `aim`.
     pub name: &'static str,
+    /// The `controller` label of the operator's metrics for the CR's own controller: reconcile
+    /// counts and latencies are read from it (`None`: summed over every controller, for
+    /// operators with one controller per CR kind only).
+    pub controller: Option<&'static str>,
     /// The operator binary's file name.
     pub binary: &'static str,
     /// Flags after `run` (besides the admin addresses).
@@ -42,6 +69,11 @@ pub struct Scenario {
     /// `None` when it depends on the operator's settings: convergence then waits for the
     /// statuses only, and the children are counted once the operator is quiet.
     pub children_per_cr: Option<u32>,
+    /// `(JSON pointer, value)` a converged CR's status holds besides its generation (the
+    /// state the simulator lets it reach); `None`: the generation only.
+    pub converged: Option<(&'static str, &'static str)>,
+    /// What the CRs depend on, created before them.
+    pub catalog: Option<Catalog>,
     /// Builds CR number `i`.
     pub make: fn(usize) -> Value,
 }
@@ -52,7 +84,8 @@ impl Scenario {
         let mut s = match name {
             "zerfoo" => zerfoo(),
             "modelservice" => modelservice(),
-            other => bail!("unknown scenario {other:?} (zerfoo, modelservice)"),
+            "aim" => aim::scenario(),
+            other => bail!("unknown scenario {other:?} (zerfoo, modelservice, aim)"),
         };
         s.args
             .extend(["--concurrency".to_owned(), concurrency.to_string()]);
@@ -65,16 +98,14 @@ impl Scenario {
         (group, self.plural)
     }
 
-    /// Installs every CRD the operator needs, and its namespaces.
+    /// Installs every CRD the operator needs, its namespaces and the catalog's context.
     pub fn prepare(&self, cluster: &TestCluster) -> Result<()> {
         cluster.install_crds(&crds())?;
         for i in 0..NAMESPACES {
-            cluster.create_object(
-                "v1",
-                "namespaces",
-                "",
-                json!({ "metadata": { "name": namespace_of(i) } }),
-            )?;
+            create(cluster, namespace(&namespace_of(i)))?;
+        }
+        if let Some(catalog) = &self.catalog {
+            (catalog.context)(cluster)?;
         }
         Ok(())
     }
@@ -87,13 +118,7 @@ impl Scenario {
             .iter()
             .filter_map(|o| o["metadata"]["uid"].as_str())
             .collect();
-        let observed = crs
-            .iter()
-            .filter(|o| {
-                let generation = o["metadata"]["generation"].as_i64();
-                generation.is_some() && o["status"]["observedGeneration"].as_i64() == generation
-            })
-            .count();
+        let observed = crs.iter().filter(|o| self.is_converged(o)).count();
         let children = self
             .child_resources
             .iter()
@@ -109,6 +134,34 @@ impl Scenario {
             .count();
         (observed, children)
     }
+
+    /// Whether the status of `cr` observed its generation and holds [`Self::converged`].
+    fn is_converged(&self, cr: &Value) -> bool {
+        let generation = cr["metadata"]["generation"].as_i64();
+        generation.is_some()
+            && cr["status"]["observedGeneration"].as_i64() == generation
+            && self
+                .converged
+                .is_none_or(|(pointer, want)| cr.pointer(pointer) == Some(&json!(want)))
+    }
+}
+
+/// A Namespace to create.
+pub fn namespace(name: &str) -> NewObject {
+    (
+        "v1",
+        "namespaces",
+        String::new(),
+        json!({ "metadata": { "name": name } }),
+    )
+}
+
+/// Creates `object` in-process (not counted: only the operator's requests are).
+pub fn create(cluster: &TestCluster, (api_version, plural, ns, object): NewObject) -> Result<()> {
+    cluster
+        .create_object(api_version, plural, &ns, object)
+        .map(drop)
+        .map_err(Into::into)
 }
 
 /// Our CRDs, the third-party stand-ins and HTTPRoute, as `kinfer render` installs them.
@@ -125,12 +178,15 @@ fn zerfoo() -> Scenario {
     Scenario {
         name: "zerfoo",
         binary: "zerfoo-operator",
+        controller: None,
         args: Vec::new(),
         api_version: "zerfoo.feza.ai/v1",
         plural: "zerfooinferenceservices",
         kind: "ZerfooInferenceService",
         child_resources: vec![("apps", "deployments"), ("", "services")],
         children_per_cr: Some(3),
+        converged: None,
+        catalog: None,
         make: |i| {
             json!({
                 "apiVersion": "zerfoo.feza.ai/v1",
@@ -156,6 +212,7 @@ fn modelservice() -> Scenario {
     Scenario {
         name: "modelservice",
         binary: "modelservice-operator",
+        controller: None,
         args: Vec::new(),
         api_version: "model.otterscale.io/v1alpha1",
         plural: "modelservices",
@@ -175,6 +232,8 @@ fn modelservice() -> Scenario {
             ("monitoring.coreos.com", "servicemonitors"),
         ],
         children_per_cr: None,
+        converged: None,
+        catalog: None,
         make: |i| {
             json!({
                 "apiVersion": "model.otterscale.io/v1alpha1",
@@ -223,7 +282,7 @@ mod tests {
             .iter()
             .map(|c| (c.spec.group.clone(), c.spec.names.plural.clone()))
             .collect();
-        for name in ["zerfoo", "modelservice"] {
+        for name in ["zerfoo", "modelservice", "aim"] {
             let s = Scenario::named(name, 1).unwrap_or_else(|e| panic!("{e}"));
             for (group, plural) in &s.child_resources {
                 let builtin = matches!(*group, "" | "apps" | "rbac.authorization.k8s.io");

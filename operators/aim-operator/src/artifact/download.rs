@@ -1,0 +1,193 @@
+//! The download half of the artifact's compose, once the size is known: the claim (while
+//! absent), the download Job and its pod's identity (the ServiceAccount, Role and RoleBinding
+//! of [`kinfer_builders::discovery_job::progress_reporter`]), with their components. Pure.
+//!
+//! Contract: the identity is planned while the download Job is to be created or runs
+//! ([`reporter_needed`]), decided from the live Job before anything else can fail, so a build
+//! error or an unreadable claim mid-download does not prune the running pod's identity. The
+//! Job is planned only with its identity (applied before it by the engine's order), and only
+//! once the pull secrets of the namespace's `default` ServiceAccount are known; when reading
+//! them failed, a live identity's are kept.
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, ServiceAccount};
+use kinfer_api::aim::AIMArtifact;
+use kinfer_builders::discovery_job::{
+    ArtifactJobs, ProgressReporter, artifact_objects, progress_name, progress_reporter,
+};
+use kinfer_state::health::ComponentHealth;
+use kinfer_state::pipeline::Children;
+use kinfer_state::{CategorizedError, ErrorCategory};
+use kube::ResourceExt;
+
+use super::fetch::Fetched;
+use super::{
+    ArtifactState, child_name, compose, error_health, input, invalid, parent, schedule_retry,
+};
+use crate::runtime_config::Resolved;
+
+/// The download half of compose, once the size is known: the claim (while absent), the
+/// download Job and its pod's identity, with their components.
+pub(super) fn compose_download(
+    (object, children, fetched, rc): (&AIMArtifact, &Children, &Fetched, Option<&Resolved>),
+    bytes: u64,
+    state: &mut ArtifactState,
+    components: &mut Vec<ComponentHealth>,
+) {
+    let ns = object.namespace().unwrap_or_default();
+    // Decided from the live Job before anything below can fail: a builder error or an
+    // unreadable claim must not prune the identity of a download pod that runs.
+    let live_job = child_name(object, "download")
+        .ok()
+        .and_then(|n| children.typed::<Job>(Some(&ns), &n).ok().flatten());
+    let mut identity_error = None;
+    if reporter_needed(false, live_job.as_ref()) {
+        let (reporter, error) = identity(object, children, fetched);
+        state.reporter = reporter;
+        identity_error = error;
+    }
+    let built = input(object, rc, Some(bytes), state.headroom)
+        .and_then(|i| artifact_objects(&i).map_err(|e| invalid(&e)));
+    let (claim, job) = match built {
+        Ok(ArtifactJobs::Download { claim, job }) => (*claim, *job),
+        Ok(ArtifactJobs::CheckSize(_)) => return,
+        Err(e) => {
+            components.push(error_health(compose::DOWNLOAD_JOB, e));
+            return;
+        }
+    };
+    let claim_name = claim.metadata.name.clone().unwrap_or_default();
+    let live_claim = match children.typed::<PersistentVolumeClaim>(Some(&ns), &claim_name) {
+        Ok(c) => c,
+        Err(e) => {
+            components.push(error_health(compose::CACHE_PVC, e));
+            return;
+        }
+    };
+    components.push(compose::claim(live_claim.as_ref(), &claim_name));
+    let request = |c: &PersistentVolumeClaim| {
+        c.spec
+            .as_ref()
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage").cloned())
+    };
+    state.claim_status = Some((
+        claim_name,
+        live_claim.as_ref().map_or_else(|| request(&claim), request),
+    ));
+    if live_claim.is_none() {
+        state.claim = Some(claim);
+    }
+    let (mut h, plan_job) =
+        compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job);
+    if let Some(j) = &live_job {
+        let classified = matches!(fetched.job, Some(Ok(_)));
+        schedule_retry(
+            object,
+            (compose::DOWNLOAD_JOB, j),
+            classified,
+            &h,
+            fetched.now,
+            state,
+        );
+    }
+    if plan_job && live_job.is_none() {
+        // The Job only with its pod's identity (applied before it): never a pod without
+        // the pull secrets it needs.
+        let (reporter, error) = identity(object, children, fetched);
+        identity_error = error;
+        if let Some(r) = reporter.filter(|_| identity_error.is_none()) {
+            state.reporter = Some(r);
+            state.download = Some(job);
+        }
+    }
+    if let Some(e) = identity_error {
+        h = h.error(e);
+    }
+    components.push(h);
+}
+
+/// The download pod's identity ([`kinfer_builders::discovery_job::progress_reporter`]) with
+/// the pull secrets of the namespace's `default` ServiceAccount, and an error when those are
+/// unknown. When they could not be read, the live identity's are kept (no error: a transient
+/// read failure changes nothing), else it is built without any and the error is returned
+/// (the caller then creates no Job; a running pod keeps its identity).
+fn identity(
+    a: &AIMArtifact,
+    children: &Children,
+    fetched: &Fetched,
+) -> (Option<ProgressReporter>, Option<CategorizedError>) {
+    let parent = match parent(a) {
+        Ok(p) => p,
+        Err(e) => return (None, Some(e)),
+    };
+    let uid = a.uid().unwrap_or_default();
+    let live_secrets = || -> Option<Vec<String>> {
+        let name = progress_name(parent.name.as_str(), &uid).ok()?;
+        let sa = children
+            .typed::<ServiceAccount>(Some(parent.namespace.as_str()), name.as_str())
+            .ok()??;
+        Some(
+            sa.image_pull_secrets
+                .into_iter()
+                .flatten()
+                .map(|r| r.name)
+                .collect(),
+        )
+    };
+    let (secrets, error) = match &fetched.account_pull_secrets {
+        Some(Ok(s)) => (s.clone(), None),
+        Some(Err(e)) => match live_secrets() {
+            Some(s) => {
+                tracing::debug!(error = %e, "default ServiceAccount unreadable; keeping the live pull secrets");
+                (s, None)
+            }
+            None => (Vec::new(), Some(e.clone())),
+        },
+        None => (
+            Vec::new(),
+            Some(CategorizedError::new(
+                ErrorCategory::Infrastructure,
+                "the default ServiceAccount's pull secrets were not read yet",
+            )),
+        ),
+    };
+    match progress_reporter(&parent, &uid, &secrets) {
+        Ok(r) => (Some(r), error),
+        Err(e) => (None, Some(invalid(&e))),
+    }
+}
+
+/// Whether the download pod's progress identity is wanted: while the download Job is to be
+/// created or runs (neither Complete nor Failed). Once it has ended nobody reports progress:
+/// the engine prunes the ServiceAccount, Role and RoleBinding (a retry plans them again with
+/// the new Job, applied before it).
+pub fn reporter_needed(create: bool, live: Option<&Job>) -> bool {
+    create
+        || live
+            .is_some_and(|j| !compose::job_state(j, "Complete") && !compose::job_state(j, "Failed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(condition: Option<&str>) -> Job {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a-download"},
+            "status": {"conditions": condition
+                .map(|t| vec![serde_json::json!({"type": t, "status": "True"})])
+                .unwrap_or_default()}}))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_progress_identity_lives_only_while_the_download_runs() {
+        assert!(reporter_needed(true, None), "applied with the new Job");
+        assert!(reporter_needed(false, Some(&job(None))), "running");
+        assert!(!reporter_needed(false, Some(&job(Some("Complete")))));
+        assert!(!reporter_needed(false, Some(&job(Some("Failed")))));
+        assert!(!reporter_needed(false, None), "finished, its Job gone");
+    }
+}
