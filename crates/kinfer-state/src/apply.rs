@@ -163,6 +163,28 @@ pub enum ApplyError {
         /// The object.
         child: ObjectKey,
     },
+    /// An apply pinned to the UID of a cached copy ([`ChildStore::named`]) was refused on
+    /// `metadata.uid`: the object was replaced since the cache saw it. Not the spec's fault:
+    /// Category: Infrastructure (retried; the next attempt reads the object by name, so a
+    /// foreign replacement is then refused with `NameTaken`).
+    #[error("apply {child}: the object was replaced since it was cached; reading it again")]
+    ChildReplaced {
+        /// The child.
+        child: ObjectKey,
+        /// The server's refusal.
+        #[source]
+        source: Box<kube::Error>,
+    },
+}
+
+/// True when the server refused a write on `metadata.uid`: the body named another object's
+/// UID (422 `Invalid`, with a cause on that field).
+fn refuses_uid(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s)
+        if s.code == 422
+            && s.details
+                .as_ref()
+                .is_some_and(|d| d.causes.iter().any(|c| c.field == "metadata.uid")))
 }
 
 impl ApplyError {
@@ -173,9 +195,21 @@ impl ApplyError {
             | Self::ApplyChild { source, .. }
             | Self::DeleteChild { source, .. }
             | Self::HandOver { source, .. }
+            | Self::ChildReplaced { source, .. }
             | Self::PatchStatus { source }
             | Self::PatchFinalizers { source } => Some(&**source),
             _ => None,
+        }
+    }
+
+    /// This error of an apply pinned to a cached copy's UID: [`Self::ChildReplaced`] when the
+    /// server refused that UID, else unchanged.
+    pub(crate) fn of_pinned_apply(self) -> Self {
+        match self {
+            Self::ApplyChild { child, source } if refuses_uid(&source) => {
+                Self::ChildReplaced { child, source }
+            }
+            other => other,
         }
     }
 
@@ -193,7 +227,10 @@ impl Categorize for ApplyError {
             // wait (it would never recover), but an infrastructure retry.
             return ErrorCategory::Infrastructure;
         }
-        if matches!(self, Self::HandOverContended { .. }) {
+        if matches!(
+            self,
+            Self::HandOverContended { .. } | Self::ChildReplaced { .. }
+        ) {
             return ErrorCategory::Infrastructure;
         }
         match self.kube() {

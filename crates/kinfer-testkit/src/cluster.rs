@@ -43,6 +43,12 @@ impl FaultHandle {
         self.state.faults.clear();
     }
 
+    /// Remove the rules for `verb` on `resource`, keeping the others
+    /// ([`crate::faults::Faults::lift`]).
+    pub fn lift(&self, verb: &str, resource: &str) {
+        self.state.faults.lift(verb, resource);
+    }
+
     /// End every open watch now (clients re-watch from their last version).
     pub fn cut_watches(&self) {
         self.state.watch_cut.send_modify(|n| *n += 1);

@@ -209,6 +209,14 @@ impl Faults {
         self.lock().rules.clear();
     }
 
+    /// Remove the rules for `verb` on `resource` (as [`Fault::status`] names them), keeping
+    /// the others: one fault ends while another still holds (a watch kept down).
+    pub fn lift(&self, verb: &str, resource: &str) {
+        self.lock()
+            .rules
+            .retain(|f| f.verb.as_deref() != Some(verb) || f.resource.as_deref() != Some(resource));
+    }
+
     /// How many requests a rule applied to so far (so a test can tell its faults fired).
     pub fn fired(&self) -> u64 {
         self.lock().fired
@@ -436,5 +444,29 @@ impl Counters {
             .2
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = PerClient::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request<'a>(verb: &'a str, resource: &'a str) -> RequestInfo<'a> {
+        RequestInfo {
+            verb,
+            resource,
+            name: None,
+            continued: false,
+        }
+    }
+
+    #[test]
+    fn lift_removes_only_the_rules_of_its_verb_and_resource() {
+        let faults = Faults::default();
+        faults.add(Fault::status("watch", "clusterroles", 503));
+        faults.add(Fault::status("patch", "clusterroles", 503));
+        faults.lift("patch", "clusterroles");
+        assert!(faults.take(&request("patch", "clusterroles")).is_none());
+        assert!(faults.take(&request("watch", "clusterroles")).is_some());
     }
 }

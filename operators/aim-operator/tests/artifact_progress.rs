@@ -19,6 +19,8 @@ use support::serving::*;
 use support::*;
 
 const PAUSED: &str = "aim.eai.amd.com/reconciliation-paused";
+/// A label of the operator's on every object it creates.
+const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 
 /// The download of artifact `name`, held Progressing by the simulator.
 struct Download {
@@ -72,6 +74,45 @@ async fn held_download(env: &Env, name: &str, extra: serde_json::Value) -> Downl
         job,
         identity,
     }
+}
+
+/// A barrier before a change the operator must see: pauses artifact `name` and waits for a
+/// paused skip, after which every earlier reconcile has finished (one at a time per object)
+/// and later ones skip until the annotation goes. Returns the reconciles finished so far, for
+/// [`one_reconcile_after`].
+async fn hold_reconciles(env: &Env, artifacts: &Api<AIMArtifact>, name: &str) -> u64 {
+    let controller = aim_operator::artifact::CONTROLLER;
+    let skips = env.paused_skips(controller);
+    set_paused(artifacts, name, true).await;
+    until("a paused skip", || env.paused_skips(controller) > skips).await;
+    env.reconciles(controller)
+}
+
+/// Unpauses artifact `name` and waits for a reconcile to finish: the first one after
+/// [`hold_reconciles`] started after the change made in between, and saw it.
+async fn one_reconcile_after(env: &Env, artifacts: &Api<AIMArtifact>, name: &str, finished: u64) {
+    let controller = aim_operator::artifact::CONTROLLER;
+    set_paused(artifacts, name, false).await;
+    until("a reconcile after the change", || {
+        env.reconciles(controller) > finished
+    })
+    .await;
+}
+
+/// Applies artifact `name` of 1Gi (no size check): its download Job's and identity's names.
+async fn sized(artifacts: &Api<AIMArtifact>, name: &str) -> (String, String) {
+    let a = apply_json(
+        artifacts,
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+               "metadata": {"name": name, "namespace": NS},
+               "spec": {"sourceUri": format!("hf://org/{name}"), "size": "1Gi"}}),
+    )
+    .await;
+    let uid = a.uid().unwrap();
+    let job = names::artifact_child_name(name, &uid, "download")
+        .unwrap()
+        .to_string();
+    (job, progress_name(name, &uid).unwrap().to_string())
 }
 
 /// Sets or removes the paused annotation of artifact `name`.
@@ -223,18 +264,12 @@ async fn progress_survives_reconciles_without_writes_and_the_identity_ends_with_
         field_manager: Some("kubectl-patch".into()),
         ..PatchParams::default()
     };
-    let controller = aim_operator::artifact::CONTROLLER;
     for (pct, done) in [(42, 451_000_000_i64), (61, 655_000_000)] {
         let progress = json!({"totalBytes": 1_073_741_824_i64, "downloadedBytes": done,
                               "percentage": pct, "displayPercentage": format!("{pct} %")});
-        // A barrier: once a paused skip has run, every earlier reconcile has finished (one at
-        // a time per object) and later ones skip until the annotation goes; so the first
-        // reconcile to finish after the tick started after it and saw it.
-        let skips = env.paused_skips(controller);
-        set_paused(&d.artifacts, "prog", true).await;
-        until("a paused skip", || env.paused_skips(controller) > skips).await;
-        let (finished, fetched) = (
-            env.reconciles(controller),
+        let finished = hold_reconciles(&env, &d.artifacts, "prog").await;
+        let (fetched, defaults) = (
+            env.operator_requests("list", "pods"),
             env.operator_requests("get", "serviceaccounts"),
         );
         as_pod
@@ -245,14 +280,15 @@ async fn progress_survives_reconciles_without_writes_and_the_identity_ends_with_
             )
             .await
             .unwrap();
-        set_paused(&d.artifacts, "prog", false).await;
-        until("a reconcile after the progress tick", || {
-            env.reconciles(controller) > finished
-        })
-        .await;
+        one_reconcile_after(&env, &d.artifacts, "prog", finished).await;
         assert!(
-            env.operator_requests("get", "serviceaccounts") > fetched,
-            "that reconcile fetched (the default ServiceAccount's pull secrets)"
+            env.operator_requests("list", "pods") > fetched,
+            "that reconcile fetched (the download Job's pods)"
+        );
+        assert_eq!(
+            env.operator_requests("get", "serviceaccounts"),
+            defaults,
+            "the identity exists: the default ServiceAccount is not read again"
         );
         let a = d.artifacts.get("prog").await.unwrap();
         assert_eq!(progress_of(&a), progress, "kept");
@@ -314,6 +350,20 @@ fn pull_secrets(
     refs.into_iter().flatten().map(|r| r.name).collect()
 }
 
+/// Applies the namespace's `default` ServiceAccount with pull secret `mirror` and
+/// `annotations`.
+async fn mirror_on_default(env: &Env, annotations: serde_json::Value) -> Api<ServiceAccount> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), NS);
+    apply_json(
+        &accounts,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "default", "namespace": NS, "annotations": annotations},
+               "imagePullSecrets": [{"name": "mirror"}]}),
+    )
+    .await;
+    accounts
+}
+
 /// The download pod no longer runs as the namespace's `default` ServiceAccount: its own
 /// carries `default`'s pull secrets (a mirror configured there keeps working), nothing else of
 /// it (no workload-identity annotation); both pods carry the artifact's `imagePullSecrets`.
@@ -321,13 +371,9 @@ fn pull_secrets(
 async fn pull_secrets_reach_both_pods_and_the_download_identity() {
     let env = start().await;
     env.cluster.simulator().set_log_hook(discovery_hook());
-    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), NS);
-    apply_json(
-        &accounts,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": "default", "namespace": NS,
-                            "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/x"}},
-               "imagePullSecrets": [{"name": "mirror"}]}),
+    mirror_on_default(
+        &env,
+        json!({"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/x"}),
     )
     .await;
     let own = json!({"imagePullSecrets": [{"name": "regcred"}]});
@@ -412,18 +458,7 @@ async fn a_retried_download_gets_its_identity_back_before_its_new_job() {
         kinfer_testkit::simulator::JobOutcome::Fail,
     );
     let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
-    let a = apply_json(
-        &artifacts,
-        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
-               "metadata": {"name": "retried", "namespace": NS},
-               "spec": {"sourceUri": "hf://org/retried", "size": "1Gi"}}),
-    )
-    .await;
-    let uid = a.uid().unwrap();
-    let identity = progress_name("retried", &uid).unwrap().to_string();
-    let job = names::artifact_child_name("retried", &uid, "download")
-        .unwrap()
-        .to_string();
+    let (job, identity) = sized(&artifacts, "retried").await;
     let stalled = |a: &AIMArtifact| artifact_reason(a, "DownloadJobReady", "DownloadTimeout");
     wait(&artifacts, "retried", "stalled", stalled).await;
     // Failed: the identity goes while the retry waits (the Job stays until then).
@@ -517,4 +552,129 @@ async fn a_build_error_mid_download_keeps_the_running_pods_identity() {
     let (kept, _, _) = for_identity(&env, &d.identity, |_, _| {}).await;
     assert_eq!(kept.uid(), sa.uid(), "the running pod's identity is kept");
     steady(&env, NS).await;
+}
+
+/// A failed read of the namespace's `default` ServiceAccount (here a 403: the operator's RBAC
+/// rolled out without the grant) is the operator's trouble, Infrastructure: no download Job is
+/// created without the pull secrets its identity needs, the artifact says why, and the
+/// engine's backoff retries, so the Job appears once the read succeeds, with nothing else
+/// changed.
+#[tokio::test]
+async fn an_unreadable_default_service_account_holds_the_download_until_it_can_be_read() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(discovery_hook());
+    env.cluster
+        .faults()
+        .inject(kinfer_testkit::Fault::status("get", "serviceaccounts", 403).named("default"));
+    let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
+    let (job, identity) = sized(&artifacts, "denied").await;
+    // Running once created, so its identity stays to be looked at.
+    env.cluster.hold("jobs", NS, &job);
+    let reported = wait(
+        &artifacts,
+        "denied",
+        "the read failure",
+        |a: &AIMArtifact| artifact_reason(a, "DownloadJobReady", "ControllerForbidden"),
+    )
+    .await;
+    env.cluster.faults().clear();
+    let c = support::condition(&reported.status.unwrap().conditions, "DownloadJobReady")
+        .unwrap()
+        .clone();
+    assert_eq!(c.status, "False");
+    assert!(
+        c.message.contains("default ServiceAccount"),
+        "{}",
+        c.message
+    );
+    assert_ne!(reported.metadata.generation, None);
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), NS);
+    // Written in the same reconcile as the status, had they been planned.
+    assert!(
+        jobs.get_opt(&job).await.unwrap().is_none(),
+        "no Job without its pull secrets"
+    );
+    assert!(accounts.get_opt(&identity).await.unwrap().is_none());
+
+    // The fault cleared, nothing else changed: the backoff's retry creates the download.
+    wait(&jobs, &job, "created", |_| true).await;
+    for_identity(&env, &identity, |_, _| {}).await;
+    assert_eq!(
+        artifacts.get("denied").await.unwrap().metadata.generation,
+        reported.metadata.generation,
+        "no spec change was needed"
+    );
+}
+
+/// ServiceAccount `imagePullSecrets` is an atomic list, and on OpenShift a controller adds a
+/// `<sa>-dockercfg-*` entry to every ServiceAccount: once the download identity exists, its
+/// live list is the desired one, so the operator writes nothing in response (and does not
+/// read `default` again).
+#[tokio::test]
+async fn another_managers_pull_secret_on_the_download_account_is_left_alone() {
+    let env = start().await;
+    env.cluster.simulator().set_log_hook(discovery_hook());
+    let accounts = mirror_on_default(&env, json!({})).await;
+    let d = held_download(&env, "ocp", json!({})).await;
+    steady(&env, NS).await;
+    let (writes, defaults) = (
+        env.operator_writes(),
+        env.operator_requests("get", "serviceaccounts"),
+    );
+    let finished = hold_reconciles(&env, &d.artifacts, "ocp").await;
+    let dockercfg = format!("{}-dockercfg-x7k2p", d.identity);
+    let openshift = PatchParams {
+        field_manager: Some("openshift-controller-manager".into()),
+        ..PatchParams::default()
+    };
+    accounts
+        .patch(
+            &d.identity,
+            &openshift,
+            &Patch::Merge(json!({"imagePullSecrets": [{"name": "mirror"}, {"name": dockercfg}]})),
+        )
+        .await
+        .unwrap();
+    one_reconcile_after(&env, &d.artifacts, "ocp", finished).await;
+    // ... and a reconcile of the test's own engine, which lists the account afresh.
+    steady(&env, NS).await;
+    assert_eq!(
+        env.operator_writes(),
+        writes,
+        "the operator wrote in response: {:#?}",
+        env.cluster.counters().by_client().get(OPERATOR_USER)
+    );
+    assert_eq!(
+        env.operator_requests("get", "serviceaccounts"),
+        defaults,
+        "default is not read while the identity exists"
+    );
+    let sa = accounts.get(&d.identity).await.unwrap();
+    assert_eq!(
+        pull_secrets(sa.image_pull_secrets),
+        ["mirror", dockercfg.as_str()]
+    );
+
+    // A repair of the account (a label of ours removed) applies the live list, not a copy of
+    // `default`'s that would drop the other manager's entry.
+    accounts
+        .patch(
+            &d.identity,
+            &openshift,
+            &Patch::Merge(json!({"metadata": {"labels": {MANAGED_BY: null}}})),
+        )
+        .await
+        .unwrap();
+    let repaired = wait(&accounts, &d.identity, "repaired", |sa: &ServiceAccount| {
+        sa.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(MANAGED_BY))
+    })
+    .await;
+    assert_eq!(
+        pull_secrets(repaired.image_pull_secrets),
+        ["mirror", dockercfg.as_str()]
+    );
 }

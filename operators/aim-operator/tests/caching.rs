@@ -597,6 +597,8 @@ async fn a_cache_of_another_template_holding_the_name_is_never_mounted_or_overwr
         "not applied over: {:?}",
         after.labels()
     );
+    // Settled first: an InferenceService a later reconcile created would fail here.
+    steady(&env, NS).await;
     let isvcs: Api<InferenceService> = Api::namespaced(env.client.clone(), NS);
     assert!(
         isvcs

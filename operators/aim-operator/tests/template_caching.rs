@@ -238,6 +238,39 @@ async fn warm_never_downloading() -> (
     (env, templates, caches, artifact)
 }
 
+/// Once artifact `name` is not Ready, applies the Shared cache `zpending` of template `warm`
+/// with `sources`, paused: the operator never writes its status, as before its first
+/// reconcile.
+async fn pending_beside(
+    artifacts: &Api<AIMArtifact>,
+    name: &str,
+    caches: &Api<AIMTemplateCache>,
+    sources: serde_json::Value,
+) {
+    wait(artifacts, name, "not Ready", |a: &AIMArtifact| {
+        a.status.as_ref().is_some_and(|s| s.status != Phase::Ready)
+    })
+    .await;
+    apply_json(
+        caches,
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache",
+               "metadata": {"name": "zpending", "namespace": NS,
+                            "annotations": {PAUSED: "true"}},
+               "spec": {"templateName": "warm", "templateScope": "Namespace",
+                        "mode": "Shared", "modelSources": sources}}),
+    )
+    .await;
+}
+
+/// Deletes the cache of [`pending_beside`] and waits until it is gone.
+async fn delete_pending(caches: &Api<AIMTemplateCache>) {
+    caches
+        .delete("zpending", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(caches, "zpending").await;
+}
+
 /// The template cache's finalizer deletes the non-Ready artifacts it created, but not one a
 /// service's cache is waiting for: turning caching off mid-download leaves the service's
 /// download alone.
@@ -407,23 +440,7 @@ async fn a_cache_not_reconciled_yet_keeps_the_download_it_is_about_to_reuse() {
     ] {
         let (env, templates, caches, artifact) = warm_never_downloading().await;
         let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
-        wait(
-            &artifacts,
-            &artifact.name,
-            "not Ready",
-            |a: &AIMArtifact| a.status.as_ref().is_some_and(|s| s.status != Phase::Ready),
-        )
-        .await;
-        // Paused: the operator never writes its status, as before its first reconcile.
-        apply_json(
-            &caches,
-            json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache",
-                   "metadata": {"name": "zpending", "namespace": NS,
-                                "annotations": {PAUSED: "true"}},
-                   "spec": {"templateName": "warm", "templateScope": "Namespace",
-                            "mode": "Shared", "modelSources": sources}}),
-        )
-        .await;
+        pending_beside(&artifacts, &artifact.name, &caches, sources).await;
         if forbidden {
             env.cluster.faults().inject(
                 kinfer_testkit::Fault::status("get", "aimservicetemplates", 403).named("warm"),
@@ -466,11 +483,46 @@ async fn a_cache_not_reconciled_yet_keeps_the_download_it_is_about_to_reuse() {
                 .is_some_and(|s| s.artifacts.values().any(|a| a.uid == artifact.uid))
         })
         .await;
-        caches
-            .delete("zpending", &kube::api::DeleteParams::default())
-            .await
-            .unwrap();
-        wait_gone(&caches, "zpending").await;
+        delete_pending(&caches).await;
         wait_gone(&artifacts, &artifact.name).await;
     }
+}
+
+/// The hand-over reads the keeper again after its patch: a pending cache deleted between the
+/// finalizer's list and that patch (never reconciled, so it has no finalizer of its own that
+/// could answer for the artifact later) does not strand the artifact under its name; the
+/// finalizer decides again without it, and deletes the artifact.
+#[tokio::test]
+async fn an_artifact_handed_to_a_cache_deleted_meanwhile_is_deleted() {
+    let (env, templates, caches, artifact) = warm_never_downloading().await;
+    let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
+    // It intends the artifact by its template's sources.
+    pending_beside(&artifacts, &artifact.name, &caches, json!([])).await;
+    // The hand-over's patch (the only write of the artifact's metadata here) is held while the
+    // keeper goes.
+    let fired = env.cluster.faults().fired();
+    env.cluster.faults().inject(
+        kinfer_testkit::Fault::latency("patch", "aimartifacts", std::time::Duration::from_secs(5))
+            .named(&artifact.name)
+            .times(1),
+    );
+    apply_json(&templates, cached_template(false)).await;
+    until("the hand-over patch is sent", || {
+        env.cluster.faults().fired() > fired
+    })
+    .await;
+    delete_pending(&caches).await;
+    assert_eq!(
+        artifacts
+            .get(&artifact.name)
+            .await
+            .unwrap()
+            .labels()
+            .get("aim.eai.amd.com/template-cache.name")
+            .map(String::as_str),
+        Some("warm"),
+        "the keeper went before the hand-over landed"
+    );
+    wait_gone(&caches, "warm").await;
+    wait_gone(&artifacts, &artifact.name).await;
 }

@@ -1,17 +1,21 @@
 //! The Endpoint Picker's cluster-scoped metrics-auth RBAC: labelled with its parent, watched
 //! (drift repaired), finalized per object and only by label; and the token Secret, owned
-//! without any list or watch of Secrets.
+//! without any list or watch of Secrets. A role replaced behind the watch cache is refused by
+//! name, never taken for an invalid spec.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::{Harness, condition, minimal};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kinfer_api::modelservice::ModelService;
+use kinfer_testkit::Fault;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use modelservice_operator::reconciler::FINALIZER;
@@ -207,4 +211,88 @@ async fn the_token_secret_is_owned_without_listing_or_watching_secrets_and_reche
         |o: Option<&Secret>| o.is_some_and(|s| s.metadata.deletion_timestamp.is_none()),
     )
     .await;
+}
+
+/// How often the server answered `verb` on ClusterRoles with `code` (read in-process).
+fn role_answers(h: &Harness, verb: &str, code: u16) -> u64 {
+    let key = (verb.to_owned(), "clusterroles".to_owned(), code);
+    h.cluster
+        .counters()
+        .snapshot()
+        .get(&key)
+        .copied()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_cluster_role_replaced_behind_the_watch_is_refused_by_name_not_as_an_invalid_spec() {
+    let h = Harness::start().await;
+    h.create(&minimal("swap", "team-a")).await;
+    h.wait_ready("team-a", "swap").await;
+    let roles: Api<ClusterRole> = Api::all(h.client.clone());
+    let name = "team-a-swap-epp";
+    let before = roles.get(name).await.unwrap().metadata.uid;
+    let faults = h.cluster.faults();
+
+    // Our role drifts (an update: the repair is a patch) and the operator's watch cache sees
+    // it, but the repair is refused for now: the cache holds the drifted copy.
+    faults.inject(Fault::status("patch", "clusterroles", 503));
+    let mut drifted = roles.get(name).await.unwrap();
+    drifted.rules = Some(Vec::new());
+    roles
+        .replace(name, &PostParams::default(), &drifted)
+        .await
+        .unwrap();
+    h.eventually("the repair was attempted", |h| {
+        role_answers(h, "patch", 503) >= 1
+    })
+    .await;
+
+    // The ClusterRole watch goes down (cut, reconnections refused); meanwhile the role is
+    // deleted and someone else creates one of that name. The cache still holds ours.
+    faults.inject(Fault::status("watch", "clusterroles", 503));
+    faults.cut_watches();
+    h.eventually("the ClusterRole watch was refused", |h| {
+        role_answers(h, "watch", 503) >= 1
+    })
+    .await;
+    roles.delete(name, &DeleteParams::default()).await.unwrap();
+    let foreign: ClusterRole =
+        serde_json::from_value(json!({"metadata": {"name": name}, "rules": []})).unwrap();
+    roles
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+
+    // Repairs may go through again (the watch stays down): the apply pinned to the cached
+    // UID is refused, retried as an infrastructure error, and the retry reads the role by
+    // name and refuses it as taken. Never an invalid spec on the way (but NameTaken's).
+    let saw_invalid = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&saw_invalid);
+    faults.lift("patch", "clusterroles");
+    let ms = h
+        .wait_ms("team-a", "swap", "NameTaken", move |ms| {
+            let conditions = ms.status.iter().flat_map(|s| s.conditions.iter());
+            // NameTaken is reported under ConfigValid's InvalidSpec too: look for the refusal
+            // of the UID dressed as the spec's fault.
+            if conditions
+                .clone()
+                .any(|c| c.reason == "InvalidSpec" && c.message.contains("metadata.uid"))
+            {
+                seen.store(true, Ordering::SeqCst);
+            }
+            condition(ms, "Ready").is_some_and(|c| c.reason == "NameTaken")
+        })
+        .await;
+    assert!(
+        !saw_invalid.load(Ordering::SeqCst),
+        "reported as InvalidSpec"
+    );
+    assert!(role_answers(&h, "patch", 422) >= 1, "no apply was pinned");
+    let ready = condition(&ms, "Ready").unwrap();
+    assert!(ready.message.contains(name), "{}", ready.message);
+    let kept = roles.get(name).await.unwrap();
+    assert_ne!(kept.metadata.uid, before);
+    assert!(kept.metadata.labels.is_none(), "taken over: {kept:?}");
+    assert_eq!(kept.rules, Some(Vec::new()));
 }

@@ -11,9 +11,14 @@
 //!   refused with InvalidSpec `NameTaken` unless [`Pipeline::adoptable`] says it may be taken
 //!   over. The store is label-scoped, so only a hit saves the read: a foreign object of that
 //!   name is invisible to it; an object served from the store is applied with its UID, so the
-//!   server refuses the apply if it was replaced meanwhile. An object of a kind nobody watches (a token Secret when Secrets
-//!   are not watched) is read by name on every reconcile: nothing else would show it gone or
-//!   changed. A live object being deleted is left alone until it is gone.
+//!   server refuses the apply if it was replaced meanwhile: that refusal (422 on
+//!   `metadata.uid`) is [`ApplyError::ChildReplaced`], Infrastructure (retried with backoff,
+//!   never an invalid spec), and the engine remembers the refused UID, so the next attempt
+//!   reads the object by name even while the store still serves the stale copy (a foreign
+//!   replacement is then `NameTaken`; one of ours, or none, is applied). An object of a kind
+//!   nobody watches (a token Secret when Secrets are not watched) is read by name on every
+//!   reconcile: nothing else would show it gone or changed. A live object being deleted is
+//!   left alone until it is gone.
 //! - Apply order is by dependency, then (kind, group, namespace, name): Namespaces, then
 //!   ServiceAccounts, ConfigMaps and Secrets, then RBAC roles and bindings, then storage, then
 //!   Services, then everything else (workloads and custom resources). The first failed apply
@@ -121,12 +126,12 @@ impl<P: Pipeline> Engine<P> {
             || self.pipeline.adoptable(obj, live)
     }
 
-    /// Where the planned `desired` (`key`, not among the listed children) is: in the child
-    /// store, or to be read; see the module contract.
+    /// Where the planned `desired` (`key`, not among the listed children of `parent_key`) is:
+    /// in the child store, or to be read; see the module contract.
     fn find(
         &self,
         obj: &P::Object,
-        parent: &ParentRef,
+        (parent_key, parent): (&ObjectKey, &ParentRef),
         desired: &crate::pipeline::DesiredObject,
         key: &ObjectKey,
     ) -> Found {
@@ -135,6 +140,14 @@ impl<P: Pipeline> Engine<P> {
             .as_deref()
             .and_then(|s| s.named(&desired.kind, key))
         {
+            Some(cached)
+                if self
+                    .memory
+                    .is_replaced(parent_key, key, cached.metadata.uid.as_deref()) =>
+            {
+                tracing::debug!(object = %key, "the cached copy was replaced; reading it");
+                Found::Unknown
+            }
             Some(cached) if self.is_ours(obj, parent, &cached) => Found::Cached(Box::new(cached)),
             Some(_) => Found::Taken,
             None => Found::Unknown,
@@ -180,7 +193,7 @@ impl<P: Pipeline> Engine<P> {
             if live.is_none()
                 && let Some(k) = &key
             {
-                match self.find(obj, parent, desired, k) {
+                match self.find(obj, (parent_key, parent), desired, k) {
                     Found::Cached(cached) => {
                         pinned.clone_from(&cached.metadata.uid);
                         live = Some(*cached);
@@ -295,12 +308,20 @@ impl<P: Pipeline> Engine<P> {
             }
             tracing::info!(object = %p.key, "applying");
             let mut body = p.body;
-            if let Some(uid) = p.pinned
+            if let Some(uid) = &p.pinned
                 && let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut)
             {
-                meta.insert("uid".to_owned(), Value::String(uid));
+                meta.insert("uid".to_owned(), Value::String(uid.clone()));
             }
-            match apply::apply(&self.client, &p.kind, &p.key, &body, &scheme.manager).await {
+            match apply::apply(&self.client, &p.kind, &p.key, &body, &scheme.manager)
+                .await
+                .map_err(|e| {
+                    if p.pinned.is_some() {
+                        e.of_pinned_apply()
+                    } else {
+                        e
+                    }
+                }) {
                 Ok(()) => {
                     out.applied += 1;
                     self.handles.writes(WriteVerb::Apply, 1);
@@ -308,6 +329,10 @@ impl<P: Pipeline> Engine<P> {
                         .wrote_child(parent_key, &p.key, hash, self.clock.now());
                 }
                 Err(e) => {
+                    if let (ApplyError::ChildReplaced { .. }, Some(uid)) = (&e, &p.pinned) {
+                        self.memory
+                            .replaced_child(parent_key, &p.key, uid, self.clock.now());
+                    }
                     out.errors.push(e);
                     return out;
                 }

@@ -9,7 +9,9 @@
 //! resourceVersion a finalizer patch was sent from, once that patch succeeded or was refused
 //! with 409, and the version it produced: a reconcile of that copy is the cache lagging behind
 //! our own write, see [`super::finalize`]), and per child the hash of the body last applied
-//! successfully (the diff's pruning tolerance). Every entry carries the
+//! successfully (the diff's pruning tolerance) and the UID of a cached copy the server refused
+//! an apply pinned to (the object was replaced: that copy is read past, by name, until the
+//! child is applied again or no longer planned). Every entry carries the
 //! time it was last touched; [`Memory::forget`] drops one entry, [`Memory::retain`] every
 //! entry a predicate refuses (the objects a re-list no longer has), [`Memory::sweep`] every
 //! entry older than a given age. Nothing here does I/O.
@@ -70,6 +72,7 @@ struct Entry {
     status: Option<WrittenStatus>,
     outdated: Option<Outdated>,
     applied: HashMap<ObjectKey, u64>,
+    replaced: HashMap<ObjectKey, String>,
 }
 
 #[derive(Debug, Default)]
@@ -265,7 +268,25 @@ impl Memory {
     pub fn wrote_child(&self, key: &ObjectKey, child: &ObjectKey, hash: u64, now: Timestamp) {
         self.with(key, now, |e| {
             e.applied.insert(child.clone(), hash);
+            e.replaced.remove(child);
         });
+    }
+
+    /// The server refused an apply of `child` of `key` pinned to `uid`: the cached copy of
+    /// that UID is stale.
+    pub fn replaced_child(&self, key: &ObjectKey, child: &ObjectKey, uid: &str, now: Timestamp) {
+        self.with(key, now, |e| {
+            e.replaced.insert(child.clone(), uid.to_owned());
+        });
+    }
+
+    /// True when the cached copy `uid` of `child` of `key` is known stale
+    /// ([`Self::replaced_child`]).
+    pub fn is_replaced(&self, key: &ObjectKey, child: &ObjectKey, uid: Option<&str>) -> bool {
+        uid.is_some_and(|uid| {
+            self.read(key, |e| e.replaced.get(child).is_some_and(|r| r == uid))
+                .unwrap_or(false)
+        })
     }
 
     /// Keep applied-body memory only for `children` (the others are no longer planned).
@@ -276,6 +297,7 @@ impl Memory {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(e) = map.get_mut(key) {
             e.applied.retain(|k, _| children.contains(k));
+            e.replaced.retain(|k, _| children.contains(k));
         }
     }
 
@@ -339,6 +361,30 @@ mod tests {
     /// `s` seconds after the epoch.
     fn at(s: i64) -> Timestamp {
         Timestamp::from_second(s).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn a_replaced_copy_is_known_by_its_uid_until_the_child_is_applied_or_unplanned() {
+        let (parent, child) = (key("p"), key("c"));
+        let memory = Memory::default();
+        memory.replaced_child(&parent, &child, "u1", at(1));
+        assert!(memory.is_replaced(&parent, &child, Some("u1")));
+        assert!(
+            !memory.is_replaced(&parent, &child, Some("u2")),
+            "another copy"
+        );
+        assert!(!memory.is_replaced(&parent, &child, None));
+        memory.wrote_child(&parent, &child, 7, at(2));
+        assert!(
+            !memory.is_replaced(&parent, &child, Some("u1")),
+            "applied since"
+        );
+        memory.replaced_child(&parent, &child, "u1", at(3));
+        memory.retain_children(&parent, &[]);
+        assert!(
+            !memory.is_replaced(&parent, &child, Some("u1")),
+            "no longer planned"
+        );
     }
 
     #[test]

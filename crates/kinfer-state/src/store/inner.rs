@@ -127,15 +127,20 @@ impl Inner {
     pub(super) fn apply(&mut self, k: &KindKey, obj: &DynamicObject, feed: Feed) {
         if let Some(kept) = Kept::of(obj, feed) {
             self.insert(k, kept, feed.id);
-        } else if let Some(uid) = obj.metadata.uid.as_deref()
-            && self
+        } else if let Some(uid) = obj.metadata.uid.as_deref() {
+            let owned = self
                 .objects
                 .get(k)
                 .and_then(|m| m.get(uid))
-                .is_some_and(|h| matches!(h.link, Link::Owner(_)))
-        {
-            // No longer one to keep (its controller owner went): as if deleted.
-            self.delete(k, uid, feed.id);
+                .is_some_and(|h| matches!(h.link, Link::Owner(_)));
+            if owned {
+                // No longer one to keep (its controller owner went): as if deleted.
+                self.delete(k, uid, feed.id);
+            } else {
+                // Already gone from the index (another feed saw its owner go first): `feed`
+                // has seen it too, so it must not report it at its next re-list.
+                self.unhaunt(k, uid, feed.id);
+            }
         }
     }
 
@@ -144,6 +149,11 @@ impl Inner {
         if let Some(held) = self.remove_uid(k, uid) {
             self.haunt(k, uid, held.object, held.feeds, feed);
         }
+        self.unhaunt(k, uid, feed);
+    }
+
+    /// `feed` no longer counts the ghost `uid` (it saw the object go).
+    fn unhaunt(&mut self, k: &KindKey, uid: &str, feed: u64) {
         if let Some(ghosts) = self.ghosts.get_mut(k)
             && let Some(g) = ghosts.get_mut(uid)
         {
@@ -243,9 +253,11 @@ impl Inner {
         Some(held)
     }
 
-    /// `feed`'s list of kind `k` in `scope` is `listed`: everything else of that scope leaves
-    /// the index. Returns the objects `feed` counted that the list no longer has (deleted
-    /// while its watch was down), whether still in the index or already ghosts.
+    /// `feed`'s list of kind `k` in `scope` is `listed`: every other object of that scope
+    /// `feed` counted leaves the index (objects only other feeds reported stay: those watches
+    /// may select differently, and each re-lists for itself). Returns the objects `feed`
+    /// counted that the list no longer has (deleted while its watch was down), whether still
+    /// in the index or already ghosts.
     pub(super) fn replace(
         &mut self,
         k: &KindKey,
@@ -259,7 +271,11 @@ impl Inner {
             .get(k)
             .into_iter()
             .flatten()
-            .filter(|(uid, held)| held.object.within(scope) && !uids.contains(uid.as_str()))
+            .filter(|(uid, held)| {
+                held.object.within(scope)
+                    && held.feeds.contains(&feed)
+                    && !uids.contains(uid.as_str())
+            })
             .map(|(uid, _)| uid.clone())
             .collect();
         // Deterministic order of the dropped objects (the map's is not).
@@ -267,9 +283,7 @@ impl Inner {
         let mut dropped = Vec::new();
         for uid in stale {
             if let Some(held) = self.remove_uid(k, &uid) {
-                if held.feeds.contains(&feed) {
-                    dropped.push(held.object.clone());
-                }
+                dropped.push(held.object.clone());
                 self.haunt(k, &uid, held.object, held.feeds, feed);
             }
         }

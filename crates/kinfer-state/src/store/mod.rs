@@ -145,9 +145,9 @@ impl OwnerIndex {
     /// A new feed for [`Self::follow`], one per watch, that also keeps objects without a
     /// controller owner, by name ([`ChildStore::named`]): for kinds a parent labels but cannot
     /// own (cluster-scoped ones), not for every child kind (the memory, docs/operations.md).
-    /// The feeds of one kind should all be of one sort: a re-list of a feed that does not keep
-    /// such objects drops them from the index (a miss for [`ChildStore::named`], read by name)
-    /// until a named feed reports them again.
+    /// The feeds of one kind should all be of one sort: a feed that does not keep such objects
+    /// neither serves nor drops them (a re-list drops only what its own feed reported), so they
+    /// are served only while a named feed reports them.
     pub fn named_feed(&self) -> Feed {
         self.next_feed(true)
     }
@@ -500,6 +500,64 @@ mod tests {
             index.follow(&kind, None, f, &Event::Init);
             index.follow(&kind, None, f, &Event::InitApply(obj("x", "p")));
             assert!(index.follow(&kind, None, f, &Event::InitDone).is_empty());
+        }
+    }
+
+    /// A whole list of `feed` (all namespaces) holding `objects`; returns what it dropped.
+    fn relist(
+        index: &OwnerIndex,
+        kind: &ChildKind,
+        feed: Feed,
+        objects: &[DynamicObject],
+    ) -> Vec<DynamicObject> {
+        index.follow(kind, None, feed, &Event::Init);
+        for o in objects {
+            index.follow(kind, None, feed, &Event::InitApply(o.clone()));
+        }
+        index.follow(kind, None, feed, &Event::InitDone)
+    }
+
+    #[test]
+    fn a_relist_drops_only_what_its_own_feed_reported() {
+        let kind = ChildKind::of::<ConfigMap>();
+        let index = OwnerIndex::new();
+        // Two watches of one scope selecting differently: each lists only its own.
+        let (a, b) = (index.feed(), index.feed());
+        assert!(relist(&index, &kind, a, &[obj("x", "p")]).is_empty());
+        assert!(relist(&index, &kind, b, &[obj("y", "q")]).is_empty());
+        // a re-lists: y was never a's to drop.
+        assert!(relist(&index, &kind, a, &[obj("x", "p")]).is_empty());
+        assert_eq!(
+            index.owned_by(&kind, Some("ns"), "q").map(|v| v.len()),
+            Some(1),
+            "another watch's object left the index"
+        );
+        // Nor did it become a ghost b reports as deleted at its own re-list.
+        assert!(relist(&index, &kind, b, &[obj("y", "q")]).is_empty());
+    }
+
+    #[test]
+    fn a_feed_that_sees_a_child_lose_its_owner_no_longer_counts_it() {
+        let kind = ChildKind::of::<ConfigMap>();
+        let index = OwnerIndex::new();
+        let (a, b) = (index.feed(), index.feed());
+        for f in [a, b] {
+            relist(&index, &kind, f, &[obj("x", "p")]);
+        }
+        // x loses its owner; a reports it first (it leaves the index), then b.
+        let orphan = unowned("x", "x");
+        index.follow(&kind, None, a, &Event::Apply(orphan.clone()));
+        assert_eq!(
+            index.owned_by(&kind, Some("ns"), "p").map(|v| v.len()),
+            Some(0)
+        );
+        index.follow(&kind, None, b, &Event::Apply(orphan.clone()));
+        // Both saw it go: neither re-list reports it as deleted behind its back.
+        for f in [a, b] {
+            assert!(
+                relist(&index, &kind, f, std::slice::from_ref(&orphan)).is_empty(),
+                "feed {f:?} reported a child it saw lose its owner"
+            );
         }
     }
 

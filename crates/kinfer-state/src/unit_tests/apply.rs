@@ -138,3 +138,44 @@ fn labels_and_job_pod_template() {
     assert!(tpl.get("team-a").is_none(), "{tpl}");
     assert_eq!(tpl["kinfer.dev/managed-by"], "toy-controller");
 }
+
+/// A 422 of the server as it refuses a write on `fields` (its causes name them).
+fn invalid_on(fields: &[&str]) -> kube::Error {
+    let status: kube::core::Status = serde_json::from_value(json!({
+        "status": "Failure", "code": 422, "reason": "Invalid",
+        "message": "ConfigMap \"c\" is invalid",
+        "details": {"name": "c", "kind": "ConfigMap", "causes": fields.iter().map(|f| json!({
+            "reason": "FieldValueInvalid", "message": "field is immutable", "field": f
+        })).collect::<Vec<_>>()}
+    }))
+    .unwrap();
+    kube::Error::Api(Box::new(status))
+}
+
+#[test]
+fn a_pinned_apply_refused_on_the_uid_is_a_replaced_object_not_an_invalid_spec() {
+    let child = ObjectKey {
+        kind: "ConfigMap".into(),
+        group: String::new(),
+        namespace: Some("ns".into()),
+        name: "c".into(),
+    };
+    let refused = ApplyError::ApplyChild {
+        child: child.clone(),
+        source: Box::new(invalid_on(&["metadata.uid"])),
+    };
+    assert_eq!(refused.category(), ErrorCategory::InvalidSpec, "unpinned");
+    let replaced = refused.of_pinned_apply();
+    assert!(matches!(replaced, ApplyError::ChildReplaced { .. }));
+    assert_eq!(replaced.category(), ErrorCategory::Infrastructure);
+    assert!(!replaced.category().is_user_fixable());
+
+    // Any other refusal of a pinned apply is still the spec's.
+    let other = ApplyError::ApplyChild {
+        child,
+        source: Box::new(invalid_on(&["data"])),
+    }
+    .of_pinned_apply();
+    assert!(matches!(other, ApplyError::ApplyChild { .. }));
+    assert_eq!(other.category(), ErrorCategory::InvalidSpec);
+}

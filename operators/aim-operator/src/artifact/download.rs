@@ -6,8 +6,11 @@
 //! ([`reporter_needed`]), decided from the live Job before anything else can fail, so a build
 //! error or an unreadable claim mid-download does not prune the running pod's identity. The
 //! Job is planned only with its identity (applied before it by the engine's order), and only
-//! once the pull secrets of the namespace's `default` ServiceAccount are known; when reading
-//! them failed, a live identity's are kept.
+//! once the pull secrets of the namespace's `default` ServiceAccount are known. Those are
+//! copied once, when the identity's ServiceAccount is created: once it exists, its live
+//! `imagePullSecrets` are the desired ones (an atomic list, which OpenShift extends with a
+//! `<sa>-dockercfg-*` entry on every ServiceAccount; applying our own list again would fight
+//! that controller, one write per round) and `default` is not read.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, ServiceAccount};
@@ -22,7 +25,8 @@ use kube::ResourceExt;
 
 use super::fetch::Fetched;
 use super::{
-    ArtifactState, child_name, compose, error_health, input, invalid, parent, schedule_retry,
+    ArtifactState, child_name, compose, error_health, headroom, input, invalid, parent,
+    schedule_retry,
 };
 use crate::runtime_config::Resolved;
 
@@ -102,17 +106,57 @@ pub(super) fn compose_download(
             state.download = Some(job);
         }
     }
-    if let Some(e) = identity_error {
-        h = h.error(e);
+    match identity_error {
+        // Not "creating the Job": it is not created without its pull secrets.
+        Some(e) if live_job.is_none() => h = error_health(compose::DOWNLOAD_JOB, e),
+        Some(e) => h = h.error(e),
+        None => {}
     }
     components.push(h);
 }
 
-/// The download pod's identity ([`kinfer_builders::discovery_job::progress_reporter`]) with
-/// the pull secrets of the namespace's `default` ServiceAccount, and an error when those are
-/// unknown. When they could not be read, the live identity's are kept (no error: a transient
-/// read failure changes nothing), else it is built without any and the error is returned
-/// (the caller then creates no Job; a running pod keeps its identity).
+/// The live ServiceAccount of `a`'s download identity, if it exists (and is readable).
+fn live_account(a: &AIMArtifact, children: &Children) -> Option<ServiceAccount> {
+    let name = progress_name(&a.name_any(), &a.uid().unwrap_or_default()).ok()?;
+    let ns = a.namespace().unwrap_or_default();
+    children
+        .typed::<ServiceAccount>(Some(&ns), name.as_str())
+        .ok()
+        .flatten()
+}
+
+/// Whether the ServiceAccount of `a`'s download identity exists: then `default` is not read
+/// (its pull secrets were copied when it was created; see the module contract).
+pub(super) fn identity_exists(a: &AIMArtifact, children: &Children) -> bool {
+    live_account(a, children).is_some()
+}
+
+/// Whether a permanent failure of the download Job that would be planned now (with the
+/// runtime config `rc`) is recorded: that Job is not created again until the spec changes,
+/// so its identity is not wanted. False while the size is unknown.
+pub(super) fn failure_recorded(
+    a: &AIMArtifact,
+    rc: &crate::runtime_config::resolve::Fetched,
+) -> bool {
+    let Some(Ok(bytes)) = compose::known_size(a) else {
+        return false;
+    };
+    let (_, rc) = crate::runtime_config::resolve::resolve(rc);
+    let rc = rc.as_ref();
+    match input(a, rc, Some(bytes), headroom(rc)).map(|i| artifact_objects(&i)) {
+        Ok(Ok(ArtifactJobs::Download { job, .. })) => {
+            compose::recorded_failure(a, compose::DOWNLOAD_JOB, &compose::fingerprint(&job))
+                .is_some()
+        }
+        _ => false,
+    }
+}
+
+/// The download pod's identity ([`kinfer_builders::discovery_job::progress_reporter`]) and an
+/// error when its pull secrets are unknown. Those are the live ServiceAccount's once it
+/// exists (`default` is not read then), else the namespace's `default` ServiceAccount's;
+/// when those could not be read, it is built without any and the error (Infrastructure) is
+/// returned: the caller then creates no Job.
 fn identity(
     a: &AIMArtifact,
     children: &Children,
@@ -123,29 +167,18 @@ fn identity(
         Err(e) => return (None, Some(e)),
     };
     let uid = a.uid().unwrap_or_default();
-    let live_secrets = || -> Option<Vec<String>> {
-        let name = progress_name(parent.name.as_str(), &uid).ok()?;
-        let sa = children
-            .typed::<ServiceAccount>(Some(parent.namespace.as_str()), name.as_str())
-            .ok()??;
-        Some(
-            sa.image_pull_secrets
-                .into_iter()
-                .flatten()
-                .map(|r| r.name)
-                .collect(),
-        )
-    };
-    let (secrets, error) = match &fetched.account_pull_secrets {
-        Some(Ok(s)) => (s.clone(), None),
-        Some(Err(e)) => match live_secrets() {
-            Some(s) => {
-                tracing::debug!(error = %e, "default ServiceAccount unreadable; keeping the live pull secrets");
-                (s, None)
-            }
-            None => (Vec::new(), Some(e.clone())),
-        },
-        None => (
+    let live = live_account(a, children).map(|sa| {
+        sa.image_pull_secrets
+            .into_iter()
+            .flatten()
+            .map(|r| r.name)
+            .collect::<Vec<_>>()
+    });
+    let (secrets, error) = match (live, &fetched.account_pull_secrets) {
+        (Some(s), _) => (s, None),
+        (None, Some(Ok(s))) => (s.clone(), None),
+        (None, Some(Err(e))) => (Vec::new(), Some(e.clone())),
+        (None, None) => (
             Vec::new(),
             Some(CategorizedError::new(
                 ErrorCategory::Infrastructure,

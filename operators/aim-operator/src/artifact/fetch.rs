@@ -7,15 +7,18 @@
 //! line carries the size: the last 5 lines, at most 16 KiB); a Failed Job's failed pod gives
 //! the last 50 log lines, at most 64 KiB, for the diagnosis (NOTES row 29). A Complete
 //! download Job's log is never read ([`log_params`]). While the download pod's identity may
-//! be needed ([`identity_wanted`]) the namespace's `default` ServiceAccount is read by name for
-//! its `imagePullSecrets` (absent: none), which that identity copies
-//! ([`kinfer_builders::discovery_job::progress_reporter`]).
+//! be needed ([`identity_wanted`]) and its ServiceAccount does not exist yet, the namespace's
+//! `default` ServiceAccount is read by name (after the runtime config, which decides whether a
+//! permanent failure of the Job to plan is recorded) for its `imagePullSecrets` (absent:
+//! none), which that identity copies once
+//! ([`kinfer_builders::discovery_job::progress_reporter`]); any other read error is
+//! Infrastructure ([`unreadable`]): the operator's own RBAC, never the artifact owner's to fix.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kinfer_api::aim::AIMArtifact;
 use kinfer_state::pipeline::Children;
-use kinfer_state::{CategorizeIn, CategorizedError, Direction};
+use kinfer_state::{CategorizeIn, CategorizedError, Direction, ErrorCategory, Reason};
 use kube::api::{ListParams, LogParams};
 use kube::{Api, Client, ResourceExt};
 
@@ -75,7 +78,8 @@ pub struct Fetched {
     /// The current Job's pods and log (`None` when the Job does not exist).
     pub job: Option<Result<JobObservation, CategorizedError>>,
     /// The `imagePullSecrets` of the namespace's `default` ServiceAccount (empty when it is
-    /// absent), read only while the download identity may be needed ([`identity_wanted`]).
+    /// absent), read only while the download identity may be needed ([`identity_wanted`]) and
+    /// its ServiceAccount does not exist yet.
     pub account_pull_secrets: Option<Result<Vec<String>, CategorizedError>>,
     /// The operator's clock when fetching (for the retry schedule; compose reads no clock).
     pub now: k8s_openapi::jiff::Timestamp,
@@ -98,16 +102,40 @@ pub fn identity_wanted(artifact: &AIMArtifact, current: &str, live: Option<&Job>
 }
 
 /// The `imagePullSecrets` of `ns`'s `default` ServiceAccount; empty when it does not exist.
-async fn default_pull_secrets(client: &Client, ns: &str) -> Result<Vec<String>, kube::Error> {
+async fn default_pull_secrets(client: &Client, ns: &str) -> Result<Vec<String>, CategorizedError> {
     let sa = Api::<ServiceAccount>::namespaced(client.clone(), ns)
         .get_opt("default")
-        .await?;
+        .await
+        .map_err(|e| unreadable(&e))?;
     Ok(sa
         .and_then(|s| s.image_pull_secrets)
         .into_iter()
         .flatten()
         .map(|r| r.name)
         .collect())
+}
+
+/// A failed read of the `default` ServiceAccount (NotFound is no error): Infrastructure,
+/// retried with backoff, whatever the code. A 401/403 is the operator's RBAC (a rollout
+/// without the `serviceaccounts` `get` grant), `ControllerForbidden` as the engine says for
+/// its own requests: nothing the artifact's owner could change, and nothing else would
+/// trigger a retry of a user-fixable wait.
+pub fn unreadable(e: &kube::Error) -> CategorizedError {
+    // The API's own message (who may not do what), not the client's debug rendering.
+    let cause = match e {
+        kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
+        other => other.to_string(),
+    };
+    let error = CategorizedError::new(
+        ErrorCategory::Infrastructure,
+        format!("reading the namespace's default ServiceAccount for its pull secrets: {cause}"),
+    );
+    match e {
+        kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
+            error.with_reason(Reason::custom("ControllerForbidden"))
+        }
+        _ => error,
+    }
 }
 
 fn condition(job: &Job, type_: &str) -> bool {
@@ -179,29 +207,26 @@ pub async fn fetch(
                 .map_err(|e| e.categorize_in(Direction::Downstream)),
         )
     };
-    let wanted = current.is_some_and(|(name, container)| {
-        let live = children.typed::<Job>(Some(&ns), name).ok().flatten();
-        identity_wanted(artifact, container, live.as_ref())
-    });
-    let account = async {
-        if !wanted {
-            return None;
-        }
-        Some(
-            default_pull_secrets(client, &ns)
-                .await
-                .map_err(|e| e.categorize_in(Direction::Downstream)),
-        )
-    };
-    let (runtime_config, job, account_pull_secrets) = futures::join!(
+    let live = current.and_then(|(name, _)| children.typed::<Job>(Some(&ns), name).ok().flatten());
+    let wanted = current
+        .is_some_and(|(_, container)| identity_wanted(artifact, container, live.as_ref()))
+        && !super::download::identity_exists(artifact, children);
+    let (runtime_config, job) = futures::join!(
         resolve::fetch(
             client,
             Some(&ns),
             artifact.spec.runtime_config_name.as_deref()
         ),
         job,
-        account,
     );
+    // Not for a Job that is not created again: its permanent failure is recorded.
+    let account_pull_secrets = if wanted
+        && (live.is_some() || !super::download::failure_recorded(artifact, &runtime_config))
+    {
+        Some(default_pull_secrets(client, &ns).await)
+    } else {
+        None
+    };
     Fetched {
         runtime_config,
         job,

@@ -213,6 +213,13 @@ fn input(
     })
 }
 
+/// The claim's headroom: the runtime config's, else the default.
+fn headroom(rc: Option<&Resolved>) -> u64 {
+    rc.and_then(|r| r.spec.storage.as_ref())
+        .and_then(|s| u64::try_from(s.headroom_percent()).ok())
+        .unwrap_or(DEFAULT_HEADROOM_PERCENT)
+}
+
 fn error_health(component: &'static str, e: CategorizedError) -> ComponentHealth {
     ComponentHealth::new(component).downstream().error(e)
 }
@@ -262,11 +269,7 @@ impl Pipeline for ArtifactPipeline {
     ) -> Observation<ArtifactState> {
         let ns = object.namespace().unwrap_or_default();
         let (rc_health, rc) = resolve::resolve(&fetched.runtime_config);
-        let headroom = rc
-            .as_ref()
-            .and_then(|r| r.spec.storage.as_ref())
-            .and_then(|s| u64::try_from(s.headroom_percent()).ok())
-            .unwrap_or(DEFAULT_HEADROOM_PERCENT);
+        let headroom = headroom(rc.as_ref());
         let mut components = vec![rc_health];
         let mut state = ArtifactState {
             headroom,

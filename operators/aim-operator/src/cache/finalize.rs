@@ -18,6 +18,11 @@
 //! controller's field manager) to the keeper whose label value sorts first, the cache the
 //! compose rule labels it with, so that cache's finalizer answers for it from then on (a
 //! keeper sorting after this cache never relabels it itself, and would never delete it).
+//! The keeper is read again after the patch: when it is gone or terminating (deleted between
+//! the list and the patch, its own finalizer may have run and seen nothing of this
+//! artifact), the decision is made again without it: the next keeper, else the artifact is
+//! deleted here. When that read fails, the label is set back to this cache's (so the retry
+//! finds the artifact again) and the error fails the cleanup.
 //!
 //! A pending cache whose template is absent, not yet discovered or unreadable for a lasting
 //! reason (forbidden, malformed: not Infrastructure) intends nothing: it claims nothing until
@@ -26,7 +31,7 @@
 //! retries. Dedicated caches never reuse unowned artifacts and intend nothing. The engine
 //! skips the cleanup in a terminating namespace or when access is forbidden.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kinfer_api::aim::{AIMArtifact, AIMTemplateCache, CachingMode};
 use kinfer_state::{CategorizeIn, CategorizedError, Direction, ErrorCategory};
@@ -36,7 +41,7 @@ use kube::{Api, Client, ResourceExt};
 use super::compose::CREATOR_LABEL;
 use super::fetch;
 use crate::scheme;
-use crate::service::cleanup::{delete_unready, unready};
+use crate::service::cleanup::{delete_one, delete_unready, unready};
 
 /// Runs the finalizer of `object`; see the module contract.
 pub async fn finalize(client: &Client, object: &AIMTemplateCache) -> Result<(), CategorizedError> {
@@ -54,31 +59,71 @@ pub async fn finalize(client: &Client, object: &AIMTemplateCache) -> Result<(), 
         listed: listed_by_others(object, &others.items),
         intents: intents(client, object, &others.items).await?,
     };
+    let caches: Api<AIMTemplateCache> = Api::namespaced(client.clone(), &ns);
+    let identities: BTreeMap<String, (String, Option<String>)> = others
+        .items
+        .iter()
+        .map(|c| (scheme::label_value(&c.name_any()), (c.name_any(), c.uid())))
+        .collect();
     let mine = api
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(|e| e.categorize_in(Direction::Downstream))?;
     for a in mine.items.iter().filter(|a| unready(*a)) {
-        if let Some(keeper) = keepers.keeper(a)
-            && scheme::controller_uid(&a.metadata).is_none()
-        {
-            hand_over(&api, a, keeper).await?;
+        if scheme::controller_uid(&a.metadata).is_some() {
+            continue;
+        }
+        let mut gone = BTreeSet::new();
+        while let Some(keeper) = keepers.keeper(a, &gone) {
+            tracing::info!(artifact = %a.name_any(), cache = keeper,
+                "handing a non-Ready artifact over to the cache that uses it");
+            relabel(&api, a, keeper).await?;
+            let alive = match identities.get(keeper) {
+                Some(id) => keeper_alive(&caches, id).await,
+                None => Ok(false),
+            };
+            match alive {
+                Ok(true) => break,
+                Ok(false) => {
+                    tracing::info!(artifact = %a.name_any(), cache = keeper,
+                        "the keeper is gone or terminating; deciding again without it");
+                    gone.insert(keeper.to_owned());
+                }
+                Err(e) => {
+                    // Back under this cache's label, so the retry lists it again.
+                    relabel(&api, a, &scheme::label_value(&object.name_any())).await?;
+                    return Err(e.categorize_in(Direction::Downstream));
+                }
+            }
+        }
+        if !gone.is_empty() && keepers.keeper(a, &gone).is_none() {
+            // Labelled for a departed keeper now: outside this cache's selector.
+            delete_one(&api, a).await?;
         }
     }
     delete_unready(&api, &selector, |a: &AIMArtifact| {
-        keepers.keeper(a).is_some()
+        keepers.keeper(a, &BTreeSet::new()).is_some()
     })
     .await
 }
 
+/// Whether the cache `(name, uid)` still exists, the same one, and is not being deleted.
+async fn keeper_alive(
+    caches: &Api<AIMTemplateCache>,
+    (name, uid): &(String, Option<String>),
+) -> Result<bool, kube::Error> {
+    Ok(caches
+        .get_opt(name)
+        .await?
+        .is_some_and(|c| c.uid() == *uid && c.metadata.deletion_timestamp.is_none()))
+}
+
 /// Sets `a`'s creator label to `keeper` (a label value).
-async fn hand_over(
+async fn relabel(
     api: &Api<AIMArtifact>,
     a: &AIMArtifact,
     keeper: &str,
 ) -> Result<(), CategorizedError> {
-    tracing::info!(artifact = %a.name_any(), cache = keeper,
-        "handing a non-Ready artifact over to the cache that uses it");
     let params = PatchParams {
         field_manager: Some(scheme::manager(super::CONTROLLER)),
         ..PatchParams::default()
@@ -104,8 +149,8 @@ struct Keepers {
 }
 
 impl Keepers {
-    /// The keeper of `a` sorting first, if any cache has a use for it.
-    fn keeper(&self, a: &AIMArtifact) -> Option<&str> {
+    /// The keeper of `a` sorting first, if any cache but those of `gone` has a use for it.
+    fn keeper(&self, a: &AIMArtifact, gone: &BTreeSet<String>) -> Option<&str> {
         let name = a.name_any();
         self.listed
             .iter()
@@ -117,6 +162,7 @@ impl Keepers {
                     .filter(|(_, i)| i.wants(a))
                     .map(|(c, _)| c.as_str()),
             )
+            .filter(|c| !gone.contains(*c))
             .min()
     }
 }
@@ -300,15 +346,20 @@ mod tests {
         };
         let a = artifact("hf://org/m", None, false);
         assert_eq!(
-            keepers.keeper(&a),
+            keepers.keeper(&a, &BTreeSet::new()),
             Some("omega"),
             "before zeta, alpha wants others"
+        );
+        assert_eq!(
+            keepers.keeper(&a, &BTreeSet::from(["omega".to_owned()])),
+            Some("zeta"),
+            "a departed keeper is passed over"
         );
         let listed_only = Keepers {
             intents: Vec::new(),
             ..keepers
         };
-        assert_eq!(listed_only.keeper(&a), Some("zeta"));
-        assert_eq!(Keepers::default().keeper(&a), None);
+        assert_eq!(listed_only.keeper(&a, &BTreeSet::new()), Some("zeta"));
+        assert_eq!(Keepers::default().keeper(&a, &BTreeSet::new()), None);
     }
 }

@@ -47,14 +47,23 @@ where
         if !unready(&o) || keep(&o) {
             continue;
         }
-        tracing::info!(object = %o.name_any(), "deleting a non-Ready object on finalization");
-        match api.delete(&o.name_any(), &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(e.categorize_in(Direction::Downstream)),
-        }
+        delete_one(api, &o).await?;
     }
     Ok(())
+}
+
+/// Deletes `o` (one already gone is fine): the deletion step of [`delete_unready`], for a
+/// caller that decided on an object outside its selector.
+pub async fn delete_one<K>(api: &Api<K>, o: &K) -> Result<(), CategorizedError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    tracing::info!(object = %o.name_any(), "deleting a non-Ready object on finalization");
+    match api.delete(&o.name_any(), &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e.categorize_in(Direction::Downstream)),
+    }
 }
 
 /// Deletes the service's non-Ready caches; see the module contract.
