@@ -577,7 +577,6 @@ async fn an_unreadable_default_service_account_holds_the_download_until_it_can_b
         |a: &AIMArtifact| artifact_reason(a, "DownloadJobReady", "ControllerForbidden"),
     )
     .await;
-    env.cluster.faults().clear();
     let c = support::condition(&reported.status.unwrap().conditions, "DownloadJobReady")
         .unwrap()
         .clone();
@@ -596,6 +595,9 @@ async fn an_unreadable_default_service_account_holds_the_download_until_it_can_b
         "no Job without its pull secrets"
     );
     assert!(accounts.get_opt(&identity).await.unwrap().is_none());
+    // Cleared only now (the rule matches only GETs of `default`, not the reads above): a
+    // reconcile after the clear would create both.
+    env.cluster.faults().clear();
 
     // The fault cleared, nothing else changed: the backoff's retry creates the download.
     wait(&jobs, &job, "created", |_| true).await;

@@ -243,6 +243,15 @@ async fn run_case(case: Case, expected: &BTreeMap<(String, String), usize>) {
     let h = Harness::start().await;
     h.cluster.faults().seed(17);
     for f in faults(case) {
+        if f.basis_points.is_some_and(|b| b < 10_000) {
+            // One sure firing first, so the case tests something however few requests the
+            // operator needs to converge.
+            h.cluster.faults().inject(Fault {
+                basis_points: None,
+                times: Some(1),
+                ..f.clone()
+            });
+        }
         h.cluster.faults().inject(f);
     }
     create_all(&h);
@@ -264,7 +273,6 @@ async fn run_case(case: Case, expected: &BTreeMap<(String, String), usize>) {
 async fn every_fault_converges_without_duplicates_orphans_or_leftovers() {
     let expected = baseline().await;
     for case in [
-        Case::InternalError,
         Case::Throttle,
         Case::InternalError,
         Case::Unavailable,

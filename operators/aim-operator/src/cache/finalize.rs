@@ -41,7 +41,7 @@ use kube::{Api, Client, ResourceExt};
 use super::compose::CREATOR_LABEL;
 use super::fetch;
 use crate::scheme;
-use crate::service::cleanup::{delete_one, delete_unready, unready};
+use crate::service::cleanup::{delete_unready, unready};
 
 /// Runs the finalizer of `object`; see the module contract.
 pub async fn finalize(client: &Client, object: &AIMTemplateCache) -> Result<(), CategorizedError> {
@@ -69,49 +69,59 @@ pub async fn finalize(client: &Client, object: &AIMTemplateCache) -> Result<(), 
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(|e| e.categorize_in(Direction::Downstream))?;
+    let me = scheme::label_value(&object.name_any());
+    // Keepers found gone or terminating during this run: passed over for every artifact.
+    let mut departed = BTreeSet::new();
     for a in mine.items.iter().filter(|a| unready(*a)) {
         if scheme::controller_uid(&a.metadata).is_some() {
             continue;
         }
-        let mut gone = BTreeSet::new();
-        while let Some(keeper) = keepers.keeper(a, &gone) {
+        while let Some(keeper) = keepers.keeper(a, &departed) {
+            let id = identities.get(keeper);
+            // Checked before the hand-over (most departures are seen here, and the artifact
+            // never leaves this cache's label for them) and after it (the keeper may have
+            // gone in between: the artifact then comes back under this cache's label, where
+            // this finalizer and its retries find it).
+            if !keeper_alive(&caches, id)
+                .await
+                .map_err(|e| e.categorize_in(Direction::Downstream))?
+            {
+                departed.insert(keeper.to_owned());
+                continue;
+            }
             tracing::info!(artifact = %a.name_any(), cache = keeper,
                 "handing a non-Ready artifact over to the cache that uses it");
             relabel(&api, a, keeper).await?;
-            let alive = match identities.get(keeper) {
-                Some(id) => keeper_alive(&caches, id).await,
-                None => Ok(false),
-            };
-            match alive {
+            match keeper_alive(&caches, id).await {
                 Ok(true) => break,
                 Ok(false) => {
                     tracing::info!(artifact = %a.name_any(), cache = keeper,
                         "the keeper is gone or terminating; deciding again without it");
-                    gone.insert(keeper.to_owned());
+                    departed.insert(keeper.to_owned());
+                    relabel(&api, a, &me).await?;
                 }
                 Err(e) => {
-                    // Back under this cache's label, so the retry lists it again.
-                    relabel(&api, a, &scheme::label_value(&object.name_any())).await?;
+                    relabel(&api, a, &me).await?;
                     return Err(e.categorize_in(Direction::Downstream));
                 }
             }
         }
-        if !gone.is_empty() && keepers.keeper(a, &gone).is_none() {
-            // Labelled for a departed keeper now: outside this cache's selector.
-            delete_one(&api, a).await?;
-        }
     }
     delete_unready(&api, &selector, |a: &AIMArtifact| {
-        keepers.keeper(a, &BTreeSet::new()).is_some()
+        keepers.keeper(a, &departed).is_some()
     })
     .await
 }
 
-/// Whether the cache `(name, uid)` still exists, the same one, and is not being deleted.
+/// Whether the cache `(name, uid)` still exists, the same one, and is not being deleted
+/// (`None`: a keeper this run never listed, so not one to hand anything to).
 async fn keeper_alive(
     caches: &Api<AIMTemplateCache>,
-    (name, uid): &(String, Option<String>),
+    id: Option<&(String, Option<String>)>,
 ) -> Result<bool, kube::Error> {
+    let Some((name, uid)) = id else {
+        return Ok(false);
+    };
     Ok(caches
         .get_opt(name)
         .await?
