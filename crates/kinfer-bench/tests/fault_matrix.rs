@@ -17,80 +17,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use kinfer_testkit::Fault;
+use kinfer_testkit::matrix::Case;
 use support::{PLURAL, Zerfoo, spec};
-
-/// The faults of the matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Case {
-    Throttle,
-    InternalError,
-    Unavailable,
-    ConflictOnWrite,
-    WatchCut,
-    WatchGone,
-    ContinueGone,
-    Latency,
-}
-
-const CASES: [Case; 8] = [
-    Case::Throttle,
-    Case::InternalError,
-    Case::Unavailable,
-    Case::ConflictOnWrite,
-    Case::WatchCut,
-    Case::WatchGone,
-    Case::ContinueGone,
-    Case::Latency,
-];
 
 fn full() -> bool {
     std::env::var_os("KINFER_FULL_MATRIX").is_some_and(|v| v == "1")
-}
-
-/// The rules of `case` at `percent`.
-fn faults(case: Case, percent: f64) -> Vec<Fault> {
-    match case {
-        Case::Throttle => vec![
-            Fault::any()
-                .with_status(429)
-                .retry_after(1)
-                .percent(percent),
-        ],
-        Case::InternalError => vec![Fault::any().with_status(500).percent(percent)],
-        Case::Unavailable => vec![Fault::any().with_status(503).percent(percent)],
-        Case::ConflictOnWrite => ["patch", "update"]
-            .into_iter()
-            .map(|verb| Fault {
-                verb: Some(verb.to_owned()),
-                ..Fault::any().with_status(409).percent(percent)
-            })
-            .collect(),
-        // Watches live long: a share of them is cut within a second of opening.
-        Case::WatchCut => vec![Fault {
-            verb: Some("watch".to_owned()),
-            cut_after: Some(Duration::from_millis(700)),
-            ..Fault::any().percent(percent.max(50.0))
-        }],
-        // An operator opens a handful of watches, so a percentage of them may be none at all:
-        // half of them get 410, four at most (each one stalls the shared trigger backoff).
-        Case::WatchGone => vec![Fault {
-            verb: Some("watch".to_owned()),
-            ..Fault::any()
-                .with_status(410)
-                .percent(percent.max(50.0))
-                .times(4)
-        }],
-        // A paged LIST happens once per (re-)list: the first two later pages get 410.
-        Case::ContinueGone => vec![Fault {
-            verb: Some("list".to_owned()),
-            continue_only: true,
-            ..Fault::any().with_status(410).times(2)
-        }],
-        Case::Latency => vec![Fault {
-            latency: Some(Duration::from_secs(1)),
-            ..Fault::any().percent(percent)
-        }],
-    }
 }
 
 fn size(case: Case) -> usize {
@@ -109,7 +40,7 @@ async fn run_case(case: Case, percent: f64) {
     let n = size(case);
     let mut z = Zerfoo::start().await;
     z.cluster.faults().seed(11);
-    for f in faults(case, percent) {
+    for f in case.rules(percent) {
         z.cluster.faults().inject(f);
     }
     let names: Vec<String> = (0..n).map(|i| format!("svc-{i:03}")).collect();
@@ -162,11 +93,11 @@ async fn run_case(case: Case, percent: f64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_at_ten_percent_converges_without_duplicates_or_leftovers() {
-    for case in CASES {
+    for case in Case::ALL {
         run_case(case, 10.0).await;
     }
     if full() {
-        for case in CASES {
+        for case in Case::ALL {
             run_case(case, 1.0).await;
         }
     }

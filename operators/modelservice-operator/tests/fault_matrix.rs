@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use common::{Harness, minimal};
 use kinfer_testkit::Fault;
+use kinfer_testkit::matrix::Case;
 use modelservice_operator::OptionalCrds;
 use modelservice_operator::reconciler::{self, MANAGER};
 use serde_json::Value;
@@ -35,50 +36,6 @@ const COUNT: usize = 3;
 /// The share of requests failed by the request faults.
 const PERCENT: f64 = 1.0;
 const BOUND: Duration = Duration::from_secs(150);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Case {
-    Throttle,
-    InternalError,
-    Unavailable,
-    ConflictOnWrite,
-    WatchCut,
-    WatchGone,
-    Latency,
-}
-
-fn faults(case: Case) -> Vec<Fault> {
-    match case {
-        Case::Throttle => vec![
-            Fault::any()
-                .with_status(429)
-                .retry_after(1)
-                .percent(PERCENT),
-        ],
-        Case::InternalError => vec![Fault::any().with_status(500).percent(PERCENT)],
-        Case::Unavailable => vec![Fault::any().with_status(503).percent(PERCENT)],
-        Case::ConflictOnWrite => ["patch", "update"]
-            .into_iter()
-            .map(|verb| Fault {
-                verb: Some(verb.to_owned()),
-                ..Fault::any().with_status(409).percent(PERCENT)
-            })
-            .collect(),
-        Case::WatchCut => vec![Fault {
-            verb: Some("watch".to_owned()),
-            cut_after: Some(Duration::from_millis(700)),
-            ..Fault::any().percent(50.0)
-        }],
-        Case::WatchGone => vec![Fault {
-            verb: Some("watch".to_owned()),
-            ..Fault::any().with_status(410).percent(50.0).times(4)
-        }],
-        Case::Latency => vec![Fault {
-            latency: Some(Duration::from_secs(1)),
-            ..Fault::any().percent(PERCENT)
-        }],
-    }
-}
 
 /// `(group, plural)` of every namespaced kind a ModelService owns.
 fn child_kinds() -> Vec<(String, String)> {
@@ -242,7 +199,7 @@ async fn baseline() -> BTreeMap<(String, String), usize> {
 async fn run_case(case: Case, expected: &BTreeMap<(String, String), usize>) {
     let h = Harness::start().await;
     h.cluster.faults().seed(17);
-    for f in faults(case) {
+    for f in case.rules(PERCENT) {
         if f.basis_points.is_some_and(|b| b < 10_000) {
             // One sure firing first, so the case tests something however few requests the
             // operator needs to converge.
