@@ -125,6 +125,7 @@ pub mod discovery;
 pub mod error;
 pub mod faults;
 pub mod gc;
+pub mod hostile;
 pub mod matrix;
 pub mod names;
 pub mod patch;
