@@ -27,6 +27,7 @@ pub mod kserve;
 pub mod labels;
 pub mod modelservice;
 pub mod monitoring;
+pub mod names;
 pub mod phase;
 pub mod quantity;
 pub mod schema;

@@ -7,11 +7,30 @@
 //! resets the object. Keys are whatever identifies an object
 //! (the engine uses kind/namespace/name). No clock and no randomness: the delay is a pure
 //! function of the failure count, so tests and retries are deterministic.
+//!
+//! Progress: a failure after which the object still **progressed** (the caller decides what
+//! counts; the engine: [`crate::engine`], step 6) does not escalate: the failure count is set
+//! back to 1, so the next attempt comes after `base` (or the `Retry-After`), and failures
+//! without progress that follow double from there, not from a count the failures before the
+//! progress had grown: an object whose attempts alternate between progress and none (many
+//! children, a few percent of requests failing) never waits minutes for its last retries
+//! while it still advances. The forgiveness is
+//! bounded: only the first [`MAX_PROGRESSING_FAILURES`] consecutive failures of an object may
+//! count as progressing; from then until a success every failure doubles, so an object that
+//! "progresses" forever without ever succeeding (a plan whose body changes on every attempt)
+//! still backs off to the cap.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::Duration;
+
+/// How many consecutive failures of one object may count as progressing
+/// ([`Backoff::failure_after`]); later ones double whatever they did. At the default 1 s
+/// base, 16 attempts that each made progress take about 16 s: far more than an object with a
+/// few dozen children needs at 10% failed requests, while an object that keeps "progressing"
+/// without ever succeeding is back on the doubling schedule within seconds.
+pub const MAX_PROGRESSING_FAILURES: u32 = 16;
 
 /// The backoff policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,11 +68,20 @@ impl BackoffPolicy {
     }
 }
 
+/// What is remembered of one object's current run of failures.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    /// The failure count the delay is computed from (reset to 1 by a progressing failure).
+    failures: u32,
+    /// Consecutive failures since the last success, progressing or not (bounds forgiveness).
+    streak: u32,
+}
+
 /// Consecutive-failure counters per object.
 #[derive(Debug)]
 pub struct Backoff<K> {
     policy: BackoffPolicy,
-    failures: Mutex<HashMap<K, u32>>,
+    failures: Mutex<HashMap<K, Run>>,
 }
 
 impl<K: Eq + Hash + Clone> Backoff<K> {
@@ -65,15 +93,34 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
         }
     }
 
-    /// Record a failure of `key` and return how long to wait before the next attempt.
+    /// Record a failure of `key` (without progress) and return how long to wait before the
+    /// next attempt.
     pub fn failure(&self, key: &K, retry_after: Option<Duration>) -> Duration {
+        self.failure_after(key, retry_after, false)
+    }
+
+    /// Record a failure of `key` and return how long to wait before the next attempt. When
+    /// the failed attempt still `progressed`, and it is among the first
+    /// [`MAX_PROGRESSING_FAILURES`] consecutive failures, the failure count goes back to 1
+    /// (the delay is `base`, or the `Retry-After`); otherwise it grows by one.
+    pub fn failure_after(
+        &self,
+        key: &K,
+        retry_after: Option<Duration>,
+        progressed: bool,
+    ) -> Duration {
         let mut map = self
             .failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let n = map.entry(key.clone()).or_insert(0);
-        *n = n.saturating_add(1);
-        self.policy.delay(*n, retry_after)
+        let run = map.entry(key.clone()).or_default();
+        run.streak = run.streak.saturating_add(1);
+        run.failures = if progressed && run.streak <= MAX_PROGRESSING_FAILURES {
+            1
+        } else {
+            run.failures.saturating_add(1)
+        };
+        self.policy.delay(run.failures, retry_after)
     }
 
     /// Record a success: the next failure starts from `base` again.
@@ -110,14 +157,14 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
         self.len() == 0
     }
 
-    /// Consecutive failures of `key` so far.
+    /// The failure count of `key` the next delay grows from: its consecutive failures so far,
+    /// less those a progressing failure forgave ([`Self::failure_after`]).
     pub fn failures(&self, key: &K) -> u32 {
         self.failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(key)
-            .copied()
-            .unwrap_or(0)
+            .map_or(0, |r| r.failures)
     }
 }
 
@@ -170,5 +217,56 @@ mod tests {
         b.success(&"a");
         assert_eq!(b.failures(&"a"), 0);
         assert_eq!(b.failure(&"a", None), s(1), "reset after success");
+    }
+
+    #[test]
+    fn progress_keeps_the_delay_at_base_and_no_progress_doubles() {
+        let b: Backoff<&str> = Backoff::default();
+        // A first failure that progressed is an ordinary first failure.
+        assert_eq!(b.failure_after(&"a", None, true), s(1));
+        assert_eq!(b.failure_after(&"a", None, false), s(2));
+        assert_eq!(b.failure_after(&"a", None, false), s(4));
+        assert_eq!(b.failures(&"a"), 3);
+        // Progress after a run of failures goes back to base; no progress doubles from there.
+        assert_eq!(b.failure_after(&"a", None, true), s(1));
+        assert_eq!(b.failures(&"a"), 1);
+        assert_eq!(b.failure_after(&"a", None, false), s(2));
+        assert_eq!(b.failure_after(&"a", None, true), s(1));
+        assert_eq!(b.failure_after(&"a", None, true), s(1));
+    }
+
+    #[test]
+    fn retry_after_is_honoured_after_a_progressing_failure() {
+        let b: Backoff<&str> = Backoff::default();
+        assert_eq!(b.failure_after(&"a", Some(s(7)), true), s(7));
+        assert_eq!(b.failure_after(&"a", Some(s(100_000)), true), s(300));
+        assert_eq!(b.failure_after(&"a", None, true), s(1));
+    }
+
+    #[test]
+    fn progress_is_forgiven_a_bounded_number_of_times_then_doubles_to_the_cap() {
+        let b: Backoff<&str> = Backoff::default();
+        let limit = usize::try_from(MAX_PROGRESSING_FAILURES).unwrap_or(usize::MAX);
+        let got: Vec<u64> = (0..limit + 12)
+            .map(|_| b.failure_after(&"a", None, true).as_secs())
+            .collect();
+        assert!(got[..limit].iter().all(|d| *d == 1), "{got:?}");
+        assert_eq!(
+            got[limit..],
+            [2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300, 300],
+            "progress no longer counts past the limit: the object backs off to the cap"
+        );
+        // A success ends the run: progress counts again.
+        b.success(&"a");
+        assert_eq!(b.failure_after(&"a", None, false), s(1));
+        assert_eq!(b.failure_after(&"a", None, true), s(1));
+        assert_eq!(b.failure_after(&"a", None, false), s(2));
+    }
+
+    #[test]
+    fn without_progress_a_permanently_failing_object_reaches_the_cap() {
+        let b: Backoff<&str> = Backoff::default();
+        let got: Vec<u64> = (0..12).map(|_| b.failure(&"a", None).as_secs()).collect();
+        assert_eq!(got, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
     }
 }

@@ -60,11 +60,12 @@ pub mod health;
 pub mod inspect;
 pub mod labels;
 pub mod metrics;
+mod packed;
 pub mod pipeline;
 pub mod status;
 pub mod store;
 
-pub use backoff::{Backoff, BackoffPolicy};
+pub use backoff::{Backoff, BackoffPolicy, MAX_PROGRESSING_FAILURES};
 pub use category::{
     Categorize, CategorizedError, Direction, ErrorCategory, categorize_kube_error,
     categorized_kube_error,

@@ -138,6 +138,7 @@ pub mod server;
 pub mod simulator;
 pub mod state;
 pub mod store;
+pub mod wait;
 pub mod watch;
 pub mod write;
 

@@ -3,7 +3,7 @@
 //!
 //! Contract: built once per process ([`Context::new`]); every pipeline holds an `Arc` of it.
 //! The caches are optional: without them (tests driving one engine by hand) fetch lists from
-//! the API server instead. Nothing here writes to the cluster.
+//! the API server instead ([`crate::informers`]). Nothing here writes to the cluster.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -156,6 +156,8 @@ pub struct Context {
     pub nodes: Option<Store<Node>>,
     /// Discovery Job informer cache, when running under the controllers.
     pub jobs: Option<Store<Job>>,
+    /// The AIM kinds' informer caches, filled by the controllers ([`crate::informers`]).
+    pub informers: crate::informers::Informers,
 }
 
 impl std::fmt::Debug for Context {
@@ -176,6 +178,7 @@ impl Context {
             slots: DiscoverySlots::default(),
             nodes: None,
             jobs: None,
+            informers: crate::informers::Informers::default(),
         })
     }
 

@@ -10,8 +10,14 @@
 //!   The namespaced serving controllers (services, template caches, artifacts) are built by
 //!   [`kinfer_operator::controller::controller_for`] ([`namespaced`]: forget on re-list, the
 //!   queue-wait metric, trimmed cache, `--debounce-ms`), their owned children watched through
-//!   [`owns`]; the catalog controllers are generic over namespaced and cluster-scoped kinds,
-//!   which `controller_for` does not serve, and keep [`base`] (no debounce).
+//!   [`owns_children`] (one label-scoped watch per child kind feeding the engine's owner index:
+//!   no LIST of children per reconcile); the catalog controllers are generic over namespaced
+//!   and cluster-scoped kinds, which `controller_for` does not serve: models, templates and
+//!   runtime configs reconcile from the operator's one shared watch of their kind
+//!   ([`shared`], [`configured`]), model sources from their own ([`base`]); no debounce.
+//! - The reconciles read the AIM kinds from informer caches ([`crate::informers`]), filled
+//!   here; model, template and runtime config events re-enqueue only the objects they concern
+//!   ([`dependents`]).
 //! - Children are watched through the `managed-by` label of their controller and mapped back
 //!   to their owner by owner reference (cluster-scoped owners without a namespace, which
 //!   kube's `owns` would add).
@@ -31,9 +37,10 @@ use kinfer_api::aim::{
     AIMRuntimeConfig, AIMServiceTemplate,
 };
 use kinfer_api::kserve::{ClusterServingRuntime, ServingRuntime};
+use kinfer_state::child_watch::child_watch;
 use kinfer_state::metrics::Metrics;
 use kinfer_state::pipeline::Pipeline;
-use kinfer_state::{Engine, EngineConfig};
+use kinfer_state::{Engine, EngineConfig, OwnerIndex};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, controller, watcher};
@@ -43,6 +50,7 @@ use tokio::sync::watch;
 
 use kinfer_operator::controller::{ControllerOptions, Scope, controller_for};
 
+use self::shared::SharedWatch;
 use crate::context::{Context, Settings};
 use crate::scheme;
 use crate::template::fetch::DISCOVERY_SELECTOR;
@@ -137,14 +145,24 @@ fn base<K>(client: &Client, concurrency: u16) -> Controller<Guarded<K>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    Controller::new(
-        Api::<Guarded<K>>::all(client.clone()),
-        watcher::Config::default(),
+    configured(
+        Controller::new(
+            Api::<Guarded<K>>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+        concurrency,
     )
-    .with_config(controller::Config::default().concurrency(concurrency))
-    // The shared short pause after a watch error (100 ms doubling to 2 s, reset by the next
-    // event), not kube's 800 ms to 30 s that stalls every reconcile after a compaction.
-    .trigger_backoff(kinfer_operator::controller::trigger_backoff())
+}
+
+/// `c` with `concurrency` and the shared trigger backoff (the catalog controllers).
+fn configured<K>(c: Controller<Guarded<K>>, concurrency: u16) -> Controller<Guarded<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    c.with_config(controller::Config::default().concurrency(concurrency))
+        // The shared short pause after a watch error (100 ms doubling to 2 s, reset by the next
+        // event), not kube's 800 ms to 30 s that stalls every reconcile after a compaction.
+        .trigger_backoff(kinfer_operator::controller::trigger_backoff())
 }
 
 /// The controller of a namespaced pipeline's kind as every kinfer operator builds it
@@ -167,11 +185,64 @@ where
     controller_for(&Scope::new(client, None, &manager), engine, options)
 }
 
-/// `c` also watching its children of kind `C` (by `controller`'s `managed-by` label), each
-/// event reconciling the child's controller owner and recorded as a trigger of it
-/// ([`Scope::trigger_owners`]: the engine's queue-wait metric).
-fn owns<P, C>(
-    c: Controller<Guarded<P::Object>>,
+/// A watch of every `K` kept in a store (`managedFields` dropped: the reconciles never read
+/// them) for a controller that is triggered by it and whose reconciles read that store: the
+/// store is updated before the event is passed on (a re-list's objects once the list is in
+/// the store: [`shared::touched_after_store`]), so a reconcile never reads an older copy
+/// than the one that triggered it (a store of another watch can lag its trigger and leave the
+/// reconcile with nothing to wake it again).
+fn stored_watch<K>(
+    client: &Client,
+) -> (
+    Store<Guarded<K>>,
+    impl futures::Stream<Item = Result<Guarded<K>, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let events = shared::touched_after_store(
+        reflector::reflector(
+            writer,
+            watcher(
+                Api::<Guarded<K>>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .default_backoff()
+            .modify(|o| o.meta_mut().managed_fields = None),
+        ),
+        reader.clone(),
+    );
+    (reader, events)
+}
+
+/// An engine for `pipeline` ([`engine`]) that reads its children from an owner index, fed by
+/// [`owns_children`].
+fn indexed_engine<P: Pipeline>(
+    client: &Client,
+    pipeline: P,
+    controller: &str,
+    metrics: &Metrics,
+) -> Arc<Engine<P>> {
+    Arc::new(
+        Engine::new(
+            pipeline,
+            client.clone(),
+            EngineConfig::new(scheme::scheme(controller)),
+            metrics.clone(),
+        )
+        .with_owner_index(Arc::new(OwnerIndex::new())),
+    )
+}
+
+/// `c` owning every child kind of `engine`'s pipeline, each through one watch (by
+/// `controller`'s `managed-by` label) that also feeds the engine's owner index
+/// ([`kinfer_state::child_watch`]: `managedFields` cut to the operator's own apply entries),
+/// so a reconcile reads its children without a LIST per kind; each event reconciles the
+/// child's controller owner and is recorded as its trigger. An engine without an index
+/// ([`engine`]) gets the same watches and keeps listing.
+fn owns_children<P>(
+    mut c: Controller<Guarded<P::Object>>,
     client: &Client,
     (controller, engine): (&str, &Arc<Engine<P>>),
 ) -> Controller<Guarded<P::Object>>
@@ -179,14 +250,26 @@ where
     P: Pipeline,
     P::Object: Resource<DynamicType = ()> + 'static,
     Guarded<P::Object>: Resource<DynamicType = ()>,
-    C: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
+    let index = engine
+        .owner_index()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(OwnerIndex::new()));
     let triggers = engine.triggers();
     let manager = scheme::manager(controller);
     let scope = Scope::new(client, None, &manager).with_triggers(&triggers);
-    let events =
-        watcher(Api::<C>::all(client.clone()), children_config(controller)).touched_objects();
-    c.watches_stream(scope.trigger_owners(events), owner_of::<P::Object, C>(true))
+    for kind in engine.pipeline().child_kinds() {
+        let events = child_watch(
+            client,
+            &kind,
+            None,
+            children_config(controller),
+            Arc::clone(&index),
+            &manager,
+        );
+        c = c.owns_stream_with(scope.trigger_owners(events), kind.resource.clone());
+    }
+    c
 }
 
 fn drive<P: Pipeline>(
@@ -223,7 +306,55 @@ pub struct Operator {
     pub metrics: Metrics,
     client: Client,
     caches: Vec<BoxFuture<'static, ()>>,
+    catalog: Catalog,
     gpu_changes: watch::Receiver<u64>,
+}
+
+/// The catalog kinds' shared watches ([`shared`]), one per kind for the whole operator.
+pub(crate) struct Catalog {
+    models: SharedWatch<AIMModel>,
+    cluster_models: SharedWatch<AIMClusterModel>,
+    templates: SharedWatch<AIMServiceTemplate>,
+    cluster_templates: SharedWatch<AIMClusterServiceTemplate>,
+    configs: SharedWatch<AIMRuntimeConfig>,
+    cluster_configs: SharedWatch<AIMClusterRuntimeConfig>,
+}
+
+impl Catalog {
+    fn new(client: &Client) -> Self {
+        Self {
+            models: SharedWatch::new(client),
+            cluster_models: SharedWatch::new(client),
+            templates: SharedWatch::new(client),
+            cluster_templates: SharedWatch::new(client),
+            configs: SharedWatch::new(client),
+            cluster_configs: SharedWatch::new(client),
+        }
+    }
+
+    /// The runtime configs' pair ([`dependents::Pair`]).
+    fn configs(&self) -> catalog::Configs<'_> {
+        dependents::Pair {
+            namespaced: &self.configs,
+            cluster: &self.cluster_configs,
+        }
+    }
+
+    /// The models' pair ([`dependents::Pair`]).
+    fn models(&self) -> dependents::Pair<'_, AIMModel, AIMClusterModel> {
+        dependents::Pair {
+            namespaced: &self.models,
+            cluster: &self.cluster_models,
+        }
+    }
+
+    /// The templates' pair ([`dependents::Pair`]).
+    fn templates(&self) -> dependents::Pair<'_, AIMServiceTemplate, AIMClusterServiceTemplate> {
+        dependents::Pair {
+            namespaced: &self.templates,
+            cluster: &self.cluster_templates,
+        }
+    }
 }
 
 impl Debug for Operator {
@@ -280,22 +411,44 @@ impl Operator {
             Api::<Job>::all(client.clone()),
             watcher::Config::default().labels(DISCOVERY_SELECTOR),
         );
+        let catalog = Catalog::new(&client);
+        let ctx = ctx.with_caches(nodes, jobs);
+        let informers = &ctx.informers;
+        // Each slot is set here once (a fresh context's are empty), so a failed `set` cannot
+        // happen; the serving kinds' slots are set by their controllers in `run`.
+        let _ = informers.models.set(catalog.models.store());
+        let _ = informers.cluster_models.set(catalog.cluster_models.store());
+        let _ = informers.templates.set(catalog.templates.store());
+        let _ = informers
+            .cluster_templates
+            .set(catalog.cluster_templates.store());
+        let _ = informers.runtime_configs.set(catalog.configs.store());
+        let _ = informers
+            .cluster_runtime_configs
+            .set(catalog.cluster_configs.store());
         Ok(Self {
-            ctx: Arc::new(ctx.with_caches(nodes, jobs)),
+            ctx: Arc::new(ctx),
             metrics,
             client,
             caches: vec![nodes_fut, jobs_fut],
+            catalog,
             gpu_changes,
         })
     }
 
-    /// Runs every controller until `shutdown` turns true.
-    pub async fn run(self, shutdown: watch::Receiver<bool>) {
+    /// Runs every controller until `shutdown` turns true (boxed: the controllers' state makes
+    /// a large future).
+    pub fn run(self, shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()> {
+        Box::pin(self.run_controllers(shutdown))
+    }
+
+    async fn run_controllers(self, shutdown: watch::Receiver<bool>) {
         let Self {
             ctx,
             metrics,
             client,
             caches,
+            catalog,
             gpu_changes,
         } = self;
         let n = ctx.settings.concurrency;
@@ -308,20 +461,50 @@ impl Operator {
         let mut futures: Vec<BoxFuture<'static, ()>> = Vec::new();
         futures.extend(caches);
 
+        // The serving controllers subscribe to the catalog's shared watches first: the catalog
+        // controllers below take their watch and run it.
+        futures.push(service::service_controller(
+            &client,
+            &ctx,
+            &metrics,
+            (&serving_options, &catalog),
+            shutdown.clone(),
+        ));
+        // Part 2, serving: template caches and artifacts.
+        futures.push(serving::controllers(
+            &client,
+            &ctx,
+            &metrics,
+            (&serving_options, &catalog),
+            shutdown.clone(),
+        ));
+        let Catalog {
+            models,
+            cluster_models,
+            templates,
+            cluster_templates,
+            configs,
+            cluster_configs,
+        } = catalog;
+        // The runtime config watches run last: every controller above subscribes to them.
+        let config_pair = dependents::Pair {
+            namespaced: &configs,
+            cluster: &cluster_configs,
+        };
         futures.push(catalog::model_controller::<AIMModel>(
             &client,
             &ctx,
             &metrics,
-            n,
-            true,
+            (n, true, models),
+            &config_pair,
             shutdown.clone(),
         ));
         futures.push(catalog::model_controller::<AIMClusterModel>(
             &client,
             &ctx,
             &metrics,
-            n,
-            false,
+            (n, false, cluster_models),
+            &config_pair,
             shutdown.clone(),
         ));
         futures.push(catalog::template_controller::<
@@ -331,7 +514,8 @@ impl Operator {
             &client,
             &ctx,
             &metrics,
-            (n, true),
+            (n, true, templates),
+            &config_pair,
             gpu_changes.clone(),
             shutdown.clone(),
         ));
@@ -342,7 +526,8 @@ impl Operator {
             &client,
             &ctx,
             &metrics,
-            (n, false),
+            (n, false, cluster_templates),
+            &config_pair,
             gpu_changes,
             shutdown.clone(),
         ));
@@ -350,21 +535,14 @@ impl Operator {
             &client,
             &ctx,
             &metrics,
-            n,
+            (n, configs),
             shutdown.clone(),
         ));
         futures.push(catalog::config_controller::<AIMClusterRuntimeConfig>(
             &client,
             &ctx,
             &metrics,
-            n,
-            shutdown.clone(),
-        ));
-        futures.push(service::service_controller(
-            &client,
-            &ctx,
-            &metrics,
-            &serving_options,
+            (n, cluster_configs),
             shutdown.clone(),
         ));
         futures.push(catalog::source_controller(
@@ -372,14 +550,6 @@ impl Operator {
             &ctx,
             &metrics,
             n,
-            shutdown.clone(),
-        ));
-        // Part 2, serving: template caches and artifacts.
-        futures.push(serving::controllers(
-            &client,
-            &ctx,
-            &metrics,
-            &serving_options,
             shutdown.clone(),
         ));
 
@@ -393,9 +563,12 @@ impl Operator {
 }
 
 mod catalog;
+mod dependents;
 mod gpu;
+mod shared;
 // Part 2, serving: the AIMTemplateCache and AIMArtifact controllers.
 mod service;
 mod serving;
 
+pub use dependents::{Changed, model_concerns, template_concerns, template_concerns_cache};
 pub use gpu::{GpuNodes, gpu_fingerprint};

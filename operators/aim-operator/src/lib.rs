@@ -28,6 +28,7 @@
 pub mod context;
 pub mod controllers;
 pub mod env;
+pub mod informers;
 pub mod model;
 pub mod model_source;
 pub mod runtime_config;

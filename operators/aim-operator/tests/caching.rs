@@ -558,9 +558,9 @@ async fn image_pull_errors_of_inference_pods_are_classified() {
     );
 }
 
-#[tokio::test]
-async fn a_cache_of_another_template_holding_the_name_is_never_mounted_or_overwritten() {
-    let env = cluster().await;
+/// Another template's cache holding the shared cache name of [`TEMPLATE`], and service `a`
+/// once it reports `CacheNameTaken`: (the name, the caches, the services, service `a`).
+async fn name_taken(env: &Env) -> (String, Api<AIMTemplateCache>, Api<AIMService>, AIMService) {
     let name = names::shared_template_cache_name(TEMPLATE, NS)
         .unwrap()
         .to_string();
@@ -575,8 +575,7 @@ async fn a_cache_of_another_template_holding_the_name_is_never_mounted_or_overwr
         .create(&PostParams::default(), &foreign)
         .await
         .unwrap();
-
-    let svc = service(&env, NS, "a", json!({"model": {"name": "m"}})).await;
+    let svc = service(env, NS, "a", json!({"model": {"name": "m"}})).await;
     let live = wait(&svc, "a", "CacheNameTaken", |s: &AIMService| {
         s.status
             .as_ref()
@@ -584,6 +583,13 @@ async fn a_cache_of_another_template_holding_the_name_is_never_mounted_or_overwr
             .is_some_and(|c| c.reason == "CacheNameTaken")
     })
     .await;
+    (name, caches, svc, live)
+}
+
+#[tokio::test]
+async fn a_cache_of_another_template_holding_the_name_is_never_mounted_or_overwritten() {
+    let env = cluster().await;
+    let (name, caches, _, live) = name_taken(&env).await;
     let (status, _, message) = cond(&live, "CacheReady");
     assert_eq!(status, "False");
     assert!(
@@ -608,5 +614,46 @@ async fn a_cache_of_another_template_holding_the_name_is_never_mounted_or_overwr
             .items
             .is_empty(),
         "nothing is served from another template's volumes"
+    );
+}
+
+/// The service reads template caches from the cache controller's informer cache, which can
+/// lag a cache's creation: a cache missing from that read is looked up on the API server
+/// before the service creates it, so a lagging read still reports `CacheNameTaken` and never
+/// tries to apply over another template's cache.
+#[tokio::test]
+async fn a_cache_missing_from_a_lagging_cache_read_is_looked_up_before_it_is_created() {
+    use kube::runtime::reflector;
+    use kube::runtime::watcher::Event;
+
+    let env = cluster().await;
+    let (name, caches, svc, _) = name_taken(&env).await;
+
+    // A context whose cache read has listed but not yet seen the foreign cache (every other
+    // read goes to the API server).
+    let lagging = aim_operator::Context::new(env.ctx.settings.clone())
+        .unwrap()
+        .with_clock(Arc::clone(&env.ctx.clock));
+    let (reader, mut writer) = reflector::store();
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    assert!(lagging.informers.caches.set(reader).is_ok());
+    let pipeline = aim_operator::service::ServicePipeline::new(Arc::new(lagging));
+    let live = svc.get("a").await.unwrap();
+    let r = env
+        .reconcile_once(pipeline, aim_operator::scheme::controller::SERVICE, &live)
+        .await;
+    // The engine refuses to take over an object it does not manage (`NameTaken`) anyway; the
+    // lookup keeps the service's own diagnosis: the same status as the operator's, unwritten.
+    assert!(
+        r.errors.is_empty() && r.writes() == 0,
+        "CacheNameTaken kept, nothing applied or written: {r:?}"
+    );
+    let after = caches.get(&name).await.unwrap();
+    assert_eq!(after.spec.template_name, "someone-elses-template");
+    assert!(
+        after.labels().get("aim.eai.amd.com/service").is_none(),
+        "not applied over: {:?}",
+        after.labels()
     );
 }

@@ -490,12 +490,19 @@ async fn a_transient_model_error_keeps_the_profile() {
     let before = ready.status.clone().unwrap();
     assert!(before.profile.is_some());
 
+    // The operator's context reads models from its informer cache: a context without
+    // caches reads them from the API server, where the fault is.
+    let direct = Arc::new(
+        aim_operator::Context::new(env.ctx.settings.clone())
+            .unwrap()
+            .with_clock(Arc::clone(&env.ctx.clock)),
+    );
     env.cluster
         .faults()
         .inject(kinfer_testkit::Fault::status("get", "aimmodels", 500));
     let r = env
         .reconcile_once(
-            TemplatePipeline::<AIMServiceTemplate>::new(Arc::clone(&env.ctx)),
+            TemplatePipeline::<AIMServiceTemplate>::new(direct),
             controller::TEMPLATE,
             &ready,
         )

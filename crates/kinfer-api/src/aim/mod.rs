@@ -63,6 +63,7 @@ pub use template_cache::{AIMTemplateCache, AIMTemplateCacheSpec, AIMTemplateCach
 
 pub use crate::env::{EnvVar, EnvVarSource, FileKeySelector};
 pub use crate::validation::Validate;
+pub use validate::shown;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

@@ -11,6 +11,12 @@
 //! - The CEL rules that need no old object (exactly one model reference, hardware present,
 //!   GPU model or minimum VRAM), so a manifest checked offline reports them too. Transition
 //!   rules (immutability) need the previous object and are left to the API server.
+//! - References by name (`spec.model.name`, `spec.template.name`, `spec.modelName`,
+//!   `spec.runtimeConfigName`) are names an object can have (DNS-1123 subdomains; empty where
+//!   empty means "unset"), so the operator never puts another string into a request path and
+//!   the user learns which field is wrong instead of "not found".
+//! - A value quoted in a message is cut ([`shown`]): a 100,000-character string must not be
+//!   copied whole into every condition that repeats the message.
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -27,6 +33,7 @@ use super::{
     AIMService, AIMServiceSpec, AIMServiceTemplate, AIMServiceTemplateSpecCommon, AIMTemplateCache,
 };
 use crate::env::validate_env;
+use crate::names::is_dns1123_subdomain;
 use crate::quantity;
 use crate::schema::parse_duration_seconds;
 use crate::validation::{FieldErrors, Validate};
@@ -113,6 +120,15 @@ fn check(rules: impl FnOnce(&mut FieldErrors)) -> Result<(), FieldErrors> {
 
 fn service_spec(path: &str, spec: &AIMServiceSpec, errors: &mut FieldErrors) {
     let model = &spec.model;
+    if let Some(name) = &model.name {
+        object_name(&format!("{path}.model.name"), name, false, errors);
+    }
+    if let Some(name) = spec.template.as_ref().and_then(|t| t.name.as_ref()) {
+        object_name(&format!("{path}.template.name"), name, true, errors);
+    }
+    if let Some(name) = &spec.runtime_config_name {
+        object_name(&format!("{path}.runtimeConfigName"), name, true, errors);
+    }
     let references = [
         model.name.is_some(),
         model.image.is_some(),
@@ -149,6 +165,9 @@ fn service_spec(path: &str, spec: &AIMServiceSpec, errors: &mut FieldErrors) {
 }
 
 fn model_spec(path: &str, spec: &AIMModelSpec, errors: &mut FieldErrors) {
+    if let Some(name) = &spec.runtime_config_name {
+        object_name(&format!("{path}.runtimeConfigName"), name, true, errors);
+    }
     let default_hardware = spec.custom.as_ref().and_then(|c| c.hardware.as_ref());
     if !spec.model_sources.is_empty() && default_hardware.is_none() {
         for (i, template) in spec.custom_templates.iter().enumerate() {
@@ -175,6 +194,15 @@ fn model_spec(path: &str, spec: &AIMModelSpec, errors: &mut FieldErrors) {
 }
 
 fn template_spec(path: &str, spec: &AIMServiceTemplateSpecCommon, errors: &mut FieldErrors) {
+    object_name(
+        &format!("{path}.modelName"),
+        &spec.model_name,
+        false,
+        errors,
+    );
+    if let Some(name) = &spec.runtime_config_name {
+        object_name(&format!("{path}.runtimeConfigName"), name, true, errors);
+    }
     if let Some(hw) = &spec.parameters.hardware {
         hardware(&format!("{path}.hardware"), hw, errors);
     }
@@ -244,7 +272,10 @@ fn autoscaling(path: &str, scaling: &AIMServiceAutoScaling, errors: &mut FieldEr
             {
                 errors.push(
                     format!("{target_path}.{field}"),
-                    format!("{value:?} is not a quantity such as \"1\" or \"100m\""),
+                    format!(
+                        "{} is not a quantity such as \"1\" or \"100m\"",
+                        shown(value)
+                    ),
                 );
             }
         }
@@ -257,7 +288,7 @@ fn quantity_value(path: &str, value: &Quantity, errors: &mut FieldErrors) -> Opt
     if parsed.is_none() {
         errors.push(
             path,
-            format!("{:?} is not a quantity such as \"16Gi\"", value.0),
+            format!("{} is not a quantity such as \"16Gi\"", shown(&value.0)),
         );
     }
     parsed
@@ -267,7 +298,39 @@ fn duration(path: &str, value: &str, errors: &mut FieldErrors) {
     if parse_duration_seconds(value).is_none() {
         errors.push(
             path,
-            format!("{value:?} is not a duration such as \"30s\" or \"1h\""),
+            format!(
+                "{} is not a duration such as \"30s\" or \"1h\"",
+                shown(value)
+            ),
         );
     }
+}
+
+/// The most characters of a value a message quotes.
+const SHOWN_CHARS: usize = 64;
+
+/// `value` quoted for a message (Rust debug quoting: control and bidi characters escaped),
+/// cut to [`SHOWN_CHARS`] characters with its full length when longer.
+pub fn shown(value: &str) -> String {
+    let count = value.chars().count();
+    if count <= SHOWN_CHARS {
+        return format!("{value:?}");
+    }
+    let head: String = value.chars().take(SHOWN_CHARS).collect();
+    format!("{head:?}… ({count} characters)")
+}
+
+/// A reference by name: a DNS-1123 subdomain (`empty_ok`: the empty string means unset).
+fn object_name(path: &str, value: &str, empty_ok: bool, errors: &mut FieldErrors) {
+    if (empty_ok && value.is_empty()) || is_dns1123_subdomain(value) {
+        return;
+    }
+    errors.push(
+        path,
+        format!(
+            "{} is not a valid object name (lowercase letters, digits, '-' and '.', \
+             starting and ending alphanumeric, at most 253 characters)",
+            shown(value)
+        ),
+    );
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::*;
 
+mod pod_rules;
 mod rules;
 
 /// The sample files, or `None` (after saying so) when `../shared` is absent outside CI.

@@ -29,9 +29,11 @@
 use super::epp::{EPP_HEALTH_PORT, EPP_METRICS_PORT};
 use super::roles::{ParallelismSpec, RoleSpec};
 use super::spec::{AcceleratorType, ModelService, ModelServiceSpec};
+use crate::names::is_dns1123_label;
 use crate::validation::{FieldError, FieldErrors, Validate};
 
 mod engine_env;
+mod pod;
 
 use engine_env::{env_rules, taken_ports};
 
@@ -98,6 +100,7 @@ fn model(spec: &ModelServiceSpec, errors: &mut FieldErrors) {
     if model.image.is_empty() {
         errors.push("spec.model.image", "must not be empty");
     }
+    pod::image(Some(&model.image), "spec.model.image", errors);
     // The model volume is mounted at the mount path next to the init container's other mounts
     // (NOTES.md section b, rows 5 and 6); Kubernetes rejects duplicate mount paths in one
     // container, and vLLM takes the path as its model directory. "" is upstream's `/models`
@@ -136,6 +139,18 @@ fn model(spec: &ModelServiceSpec, errors: &mut FieldErrors) {
 }
 
 fn engine(spec: &ModelServiceSpec, found: &mut Findings) {
+    let engine = &spec.engine;
+    pod::image(
+        engine.image.as_deref(),
+        "spec.engine.image",
+        &mut found.errors,
+    );
+    pod::pull_policy(
+        engine.image_pull_policy.as_deref(),
+        "spec.engine.imagePullPolicy",
+        &mut found.errors,
+    );
+    pod::args(&engine.args, "spec.engine.args", &mut found.errors);
     port(spec.engine.port, "spec.engine.port", &mut found.errors);
     env_rules(
         &spec.engine.env,
@@ -153,6 +168,16 @@ fn role(spec: &ModelServiceSpec, role: &RoleSpec, path: &str, found: &mut Findin
             .errors
             .push(format!("{path}.replicas"), "must not be negative");
     }
+    // Copied into the role's pod template as they are.
+    let errors = &mut found.errors;
+    pod::node_selector(&role.node_selector, &format!("{path}.nodeSelector"), errors);
+    pod::tolerations(&role.tolerations, &format!("{path}.tolerations"), errors);
+    pod::annotations(&role.annotations, &format!("{path}.annotations"), errors);
+    if let Some(resources) = &role.resources {
+        let accelerator = spec.accelerator.r#type.resource_name();
+        pod::resources(resources, accelerator, &format!("{path}.resources"), errors);
+    }
+    pod::args(role.engine_args(), &format!("{path}.engine.args"), errors);
     // Per-role env replaces spec.engine.env by name (the intended override, no warning);
     // within the role's own list the usual rules apply.
     env_rules(
@@ -303,6 +328,7 @@ fn routing_proxy(spec: &ModelServiceSpec, errors: &mut FieldErrors) {
         }
         return;
     };
+    pod::image(proxy.image.as_deref(), "spec.routingProxy.image", errors);
     // An empty connector is passed as `--connector ""` (NOTES.md section g, item 7).
     if proxy.connector.trim().is_empty() {
         errors.push("spec.routingProxy.connector", "must not be empty");
@@ -326,6 +352,11 @@ fn endpoint_picker(spec: &ModelServiceSpec, errors: &mut FieldErrors) {
         return;
     };
     let picker = &pool.endpoint_picker;
+    let path = "spec.inferencePool.endpointPicker";
+    pod::image(picker.image.as_deref(), &format!("{path}.image"), errors);
+    if let Some(resources) = &picker.resources {
+        pod::resources(resources, None, &format!("{path}.resources"), errors);
+    }
     // Schema bound: replicas >= 0.
     if picker.replicas < 0 {
         errors.push(
@@ -353,13 +384,16 @@ fn http_route(spec: &ModelServiceSpec, errors: &mut FieldErrors) {
         return;
     };
     let gateway = &route.gateway_ref;
-    // Schema bound: name non-empty.
-    if gateway.name.is_empty() {
-        errors.push("spec.httpRoute.gatewayRef.name", "must not be empty");
+    // Schema bound: name non-empty; Gateway API's ObjectName: at most 253 characters.
+    if gateway.name.is_empty() || gateway.name.len() > 253 {
+        errors.push(
+            "spec.httpRoute.gatewayRef.name",
+            "must be 1 to 253 characters",
+        );
     }
     if let Some(namespace) = gateway.namespace.as_deref()
         && !namespace.is_empty()
-        && !is_dns_label(namespace)
+        && !is_dns1123_label(namespace)
     {
         errors.push(
             "spec.httpRoute.gatewayRef.namespace",
@@ -411,21 +445,11 @@ fn port(value: i32, path: &str, errors: &mut FieldErrors) {
     }
 }
 
-/// A DNS-1123 label: `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, at most 63 characters.
-fn is_dns_label(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    (1..=63).contains(&bytes.len())
-        && bytes.first().is_some_and(alnum)
-        && bytes.last().is_some_and(alnum)
-        && bytes.iter().all(|b| alnum(b) || *b == b'-')
-}
-
 /// A Gateway API `Hostname`: `^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`,
 /// at most 253 characters.
 fn is_hostname(value: &str) -> bool {
     let name = value.strip_prefix("*.").unwrap_or(value);
-    (1..=253).contains(&value.len()) && name.split('.').all(is_dns_label)
+    (1..=253).contains(&value.len()) && name.split('.').all(is_dns1123_label)
 }
 
 /// A Prometheus duration as the Prometheus Operator CRDs accept it:
@@ -464,7 +488,7 @@ fn is_prometheus_duration(value: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{args_set_data_parallelism, is_dns_label, is_hostname, is_prometheus_duration};
+    use super::{args_set_data_parallelism, is_dns1123_label, is_hostname, is_prometheus_duration};
 
     #[test]
     fn data_parallel_overrides_in_engine_args() {
@@ -527,8 +551,8 @@ mod tests {
         ] {
             assert!(!is_hostname(bad), "{bad}");
         }
-        assert!(is_dns_label("gateway-system"));
-        assert!(!is_dns_label(&"a".repeat(64)));
-        assert!(!is_dns_label("Gateway"));
+        assert!(is_dns1123_label("gateway-system"));
+        assert!(!is_dns1123_label(&"a".repeat(64)));
+        assert!(!is_dns1123_label("Gateway"));
     }
 }

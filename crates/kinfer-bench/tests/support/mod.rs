@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gateway_api::httproutes::HttpRoute;
 use kinfer_api::zerfoo::ZerfooInferenceService;
@@ -163,26 +163,15 @@ impl Zerfoo {
         out
     }
 
-    /// Polls `cond` every 50 ms until it holds; panics with `what` and the last complaint
-    /// after `timeout`.
+    /// Polls `cond` until it holds ([`kinfer_testkit::wait::until`]); panics with `what` and
+    /// the last complaint after `timeout`.
     pub async fn wait_until(
         &self,
         what: &str,
         timeout: Duration,
         mut cond: impl FnMut(&Self) -> Result<(), String>,
     ) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let complaint = match cond(self) {
-                Ok(()) => return,
-                Err(c) => c,
-            };
-            assert!(
-                Instant::now() < deadline,
-                "{what}: not within {timeout:?}: {complaint}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        kinfer_testkit::wait::until(what, timeout, || cond(self)).await;
     }
 
     /// Every named service Ready at its generation, with exactly its three children, each

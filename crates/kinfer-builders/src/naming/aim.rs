@@ -571,41 +571,49 @@ pub fn route_name(service: &str, namespace: &str) -> Result<Dns1123Label, NameEr
     )
 }
 
-/// NOTES row 20 (aim-engine `internal/aimservice/caching.go` `GenerateTemplateCacheName`):
-/// the Shared-mode AIMTemplateCache of a template, `[template]` hashed over the namespace.
+/// Upstream's name for `parts` hashed over `hash`, unless a part does not survive into it
+/// verbatim: then the hash also covers every part's full text, so inputs that differ only in
+/// what was cut (or in characters a name cannot hold, `a.b` and `a-b`) get different names.
 ///
-/// Deliberate difference: upstream hashes the namespace only, so two templates whose names
-/// agree in their first 54 characters (or differ only in characters the name cannot hold,
-/// `a.b` and `a-b`) get one cache name in a namespace, and their services then re-apply that
-/// cache at each other without end (upstream's own `qwen3-32b` MI300X latency fp8 and fp16
-/// templates do). When the template's name does not survive into the cache name verbatim, the
-/// hash also covers the template's full name; every other name is upstream's, so caches the
+/// The rule of both template cache names (NOTES row 20). Upstream hashes only the namespace
+/// (Shared) or the service UID (Dedicated), so two templates whose names agree in the
+/// characters the name keeps get one cache name, and services then either re-apply that
+/// cache at each other without end (Shared; upstream's own `qwen3-32b` MI300X latency fp8
+/// and fp16 templates do) or find their own cache serving the previous template (Dedicated,
+/// after the template changed). A name whose parts all survive is upstream's, so caches the
 /// upstream operator created are still found.
+fn derived_name_keeping_parts(
+    parts: &[&str],
+    hash: &[HashInput],
+) -> Result<Dns1123Label, NameError> {
+    let upstream = generate_derived_name(parts, hash, AIM_HASH_LEN, DNS1123_LABEL_MAX)?;
+    // `<part>-...-<part>-<hash>` with every part unchanged: no other input maps to this name.
+    let name = upstream.as_str();
+    let verbatim = name.len() == parts.iter().map(|p| p.len() + 1).sum::<usize>() + AIM_HASH_LEN
+        && name.starts_with(&format!("{}-", parts.join("-")));
+    if verbatim {
+        return Ok(upstream);
+    }
+    let mut hash = hash.to_vec();
+    hash.extend(parts.iter().map(|&p| HashInput::from(p)));
+    generate_derived_name(parts, &hash, AIM_HASH_LEN, DNS1123_LABEL_MAX)
+}
+
+/// NOTES row 20 (aim-engine `internal/aimservice/caching.go` `GenerateTemplateCacheName`):
+/// the Shared-mode AIMTemplateCache of a template, `[template]` hashed over the namespace
+/// (and the template's name when it does not survive verbatim: [`derived_name_keeping_parts`]).
 pub fn shared_template_cache_name(
     template: &str,
     namespace: &str,
 ) -> Result<Dns1123Label, NameError> {
-    let upstream = generate_derived_name(
-        &[template],
-        &[namespace.into()],
-        AIM_HASH_LEN,
-        DNS1123_LABEL_MAX,
-    )?;
-    // `<template>-<hash>` with the template unchanged: no other template maps to this name.
-    let name = upstream.as_str();
-    if name.len() == template.len() + 1 + AIM_HASH_LEN && name.starts_with(template) {
-        return Ok(upstream);
-    }
-    generate_derived_name(
-        &[template],
-        &[namespace.into(), template.into()],
-        AIM_HASH_LEN,
-        DNS1123_LABEL_MAX,
-    )
+    derived_name_keeping_parts(&[template], &[namespace.into()])
 }
 
-/// NOTES row 20: the Dedicated-mode AIMTemplateCache of a service, `[template, service]`
-/// hashed over the service's UID.
+/// NOTES row 20: the Dedicated-mode AIMTemplateCache of a service, upstream's name:
+/// `[template, service]` hashed over the service's UID, so the Dedicated caches of existing
+/// services (upstream's or an earlier kinfer's) keep their names and their downloads. When a
+/// cut makes it the name of the service's cache of another template (its previous one), the
+/// service uses [`dedicated_template_cache_name_of_template`] instead.
 pub fn dedicated_template_cache_name(
     template: &str,
     service: &str,
@@ -617,6 +625,17 @@ pub fn dedicated_template_cache_name(
         AIM_HASH_LEN,
         DNS1123_LABEL_MAX,
     )
+}
+
+/// The Dedicated cache name that is the template's alone: [`dedicated_template_cache_name`]
+/// when both names survive in it verbatim, else hashed over both full names too
+/// ([`derived_name_keeping_parts`]), so two templates of one service never share it.
+pub fn dedicated_template_cache_name_of_template(
+    template: &str,
+    service: &str,
+    service_uid: &str,
+) -> Result<Dns1123Label, NameError> {
+    derived_name_keeping_parts(&[template, service], &[service_uid.into()])
 }
 
 /// NOTES row 21 (aim-engine `internal/aimtemplatecache/reconcile.go` `generateArtifactName`):

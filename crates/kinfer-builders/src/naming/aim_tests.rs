@@ -265,3 +265,74 @@ fn shared_cache_names_are_upstreams_unless_two_templates_could_share_one() {
     assert_ne!(name("a.b"), name("a-b"));
     assert_eq!(name("a-b"), upstream_of("a-b"));
 }
+
+#[test]
+fn dedicated_cache_names_differ_per_template_of_one_service() {
+    let uid = "6b1f0c1e-2f6a-4c1e-9d55-3f2d1c0b9a87";
+    let name = |t: &str, svc: &str| {
+        dedicated_template_cache_name_of_template(t, svc, uid)
+            .expect("derives")
+            .as_str()
+            .to_owned()
+    };
+    let upstream_of = |t: &str, svc: &str| {
+        generate_derived_name(&[t, svc], &[uid.into()], AIM_HASH_LEN, 63)
+            .expect("derives")
+            .as_str()
+            .to_owned()
+    };
+    // Short names survive verbatim: upstream's name, so its dedicated caches are adopted.
+    assert_eq!(
+        name("qwen-lat-fp8", "chat"),
+        upstream_of("qwen-lat-fp8", "chat")
+    );
+    assert_eq!(
+        name("qwen-lat-fp8", "chat"),
+        format!("qwen-lat-fp8-chat-{}", &aim_hash(&[uid.into()])[..8])
+    );
+
+    // Two templates of one model (auto-generated names are long and differ at the end): the
+    // upstream rule cuts both to one name, so the service's cache of the first template would
+    // hold the second one's name.
+    let template = |metric, precision| {
+        let d = Deployment {
+            gpu_model: "MI300X",
+            gpu_count: 1,
+            metric,
+            precision,
+        };
+        template_name("m", "amdenterpriseai/aim-matrix-model:0.8.5", d)
+            .expect("derives")
+            .as_str()
+            .to_owned()
+    };
+    let (lat, thr) = (template("latency", "fp8"), template("throughput", "fp16"));
+    let svc = "svc-2";
+    assert_eq!(
+        upstream_of(&lat, svc),
+        upstream_of(&thr, svc),
+        "the upstream collision"
+    );
+    // The first choice keeps upstream's name (existing caches are found).
+    for t in [&lat, &thr] {
+        assert_eq!(
+            dedicated_template_cache_name(t, svc, uid)
+                .expect("derives")
+                .as_str(),
+            upstream_of(t, svc)
+        );
+    }
+    assert_ne!(name(&lat, svc), name(&thr, svc));
+    for t in [&lat, &thr] {
+        let n = name(t, svc);
+        assert!(n.len() <= 63, "{n}");
+        assert_eq!(n, name(t, svc), "stable");
+    }
+
+    // A long service name cut instead of the template: still one name per template.
+    let long_svc = "s".repeat(60);
+    assert_ne!(name("a", &long_svc), name("b", &long_svc));
+    // Characters a name cannot hold.
+    assert_ne!(name("a.b", svc), name("a-b", svc));
+    assert_eq!(name("a-b", svc), upstream_of("a-b", svc));
+}

@@ -29,64 +29,14 @@ mod types;
 pub mod zerfoo;
 
 pub use derive::{HASH_LEN, child_name, cluster_scoped_name, derived_name, hash_hex, sha256_hex};
+pub use kinfer_api::names::{
+    DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, LABEL_VALUE_MAX, is_dns1035_label, is_dns1123_label,
+    is_dns1123_subdomain, is_label_value,
+};
 pub use types::{Dns1035Label, Dns1123Label, Dns1123Subdomain, LabelValue, NameError};
 
-/// Maximum length of a DNS-1123 or DNS-1035 label (most object names, Service names).
-pub const DNS1123_LABEL_MAX: usize = 63;
-/// Maximum length of a DNS-1123 subdomain (names of most other objects).
-pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
-/// Maximum length of a label value.
-pub const LABEL_VALUE_MAX: usize = 63;
 /// What [`sanitize_dns1035`] puts before a name that would start with a digit.
 pub const DIGIT_PREFIX: &str = "m-";
-
-fn is_lower_alnum(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
-}
-
-/// A DNS-1123 label: 1-63 characters of `[a-z0-9-]`, starting and ending alphanumeric.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= DNS1123_LABEL_MAX
-        && is_lower_alnum(b[0])
-        && is_lower_alnum(b[b.len() - 1])
-        && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
-}
-
-/// A DNS-1123 subdomain as Kubernetes checks it (`IsDNS1123Subdomain`): at most 253
-/// characters, dot-separated segments of `[a-z0-9-]` starting and ending alphanumeric (the
-/// segments are not limited to 63 characters).
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= DNS1123_SUBDOMAIN_MAX
-        && s.split('.').all(|segment| {
-            let b = segment.as_bytes();
-            !b.is_empty()
-                && is_lower_alnum(b[0])
-                && is_lower_alnum(b[b.len() - 1])
-                && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
-        })
-}
-
-/// A DNS-1035 label: a DNS-1123 label that starts with a letter (Service names).
-pub fn is_dns1035_label(s: &str) -> bool {
-    is_dns1123_label(s) && s.as_bytes()[0].is_ascii_lowercase()
-}
-
-/// A label value: empty, or at most 63 characters of `[A-Za-z0-9._-]` starting and ending
-/// alphanumeric.
-pub fn is_label_value(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return true;
-    }
-    b.len() <= LABEL_VALUE_MAX
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-}
 
 /// A DNS-1035 rendering of any text: lowercased, every run of other characters replaced by one
 /// `-`, trimmed of `-`, prefixed with [`DIGIT_PREFIX`] when it would start with a digit, `x`

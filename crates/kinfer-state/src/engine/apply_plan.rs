@@ -18,9 +18,15 @@
 //!   replacement is then `NameTaken`; one of ours, or none, is applied). An object of a kind
 //!   nobody watches (a token Secret when Secrets are not watched) is read by name on every
 //!   reconcile: nothing else would show it gone or changed. A live object being deleted is
-//!   left alone until it is gone.
-//! - Apply order is by dependency, then (kind, group, namespace, name): Namespaces, then
-//!   ServiceAccounts, ConfigMaps and Secrets, then RBAC roles and bindings, then storage, then
+//!   left alone until it is gone. A read by name that fails (without `Retry-After`) skips
+//!   only its own object: the others are still applied (so an attempt at 10% failed requests
+//!   still makes progress, and the reconcile fails and is retried) but nothing is deleted
+//!   (Deletions, below), while a refusal (`DuplicateKey`, `NameTaken`, an object that cannot
+//!   be prepared) applies nothing.
+//! - Apply order is by dependency, then (kind, group, namespace, name) ([`apply_order`]):
+//!   Namespaces, then ServiceAccounts, then ConfigMaps and Secrets (a ServiceAccount token
+//!   Secret after its ServiceAccount: the token controller deletes a token Secret whose
+//!   ServiceAccount does not exist), then RBAC roles and bindings, then storage, then
 //!   Services, then everything else (workloads and custom resources). The first failed apply
 //!   stops the step; so does any answer carrying `Retry-After` (a read by name, a deletion):
 //!   the server asked for no further request before then.
@@ -28,18 +34,25 @@
 //!   body of an object that exists, and handed over first while our manager still owns them
 //!   ([`crate::handover`]; the hand-over apply counts as an apply).
 //! - An object is applied only when [`crate::diff`] says it differs; when the body equals the
-//!   one last applied successfully, fields the server pruned do not count.
+//!   one last applied successfully, fields the server pruned do not count. A successful apply
+//!   of any other body, and a successful deletion, is progress ([`Applied::progressed`]); a
+//!   re-apply of the body last applied is not.
 //! - Deletions: planned deletions and orphans (of kinds that prune), only of objects listed as
 //!   this parent's children (so carrying our labels), never of objects already terminating,
-//!   each with its listed UID as precondition.
+//!   each with its listed UID as precondition. Deletions run only after every planned object
+//!   was applied or found unchanged: a failed apply stops the step before them, and so does a
+//!   failed read by name, as that object may be the replacement of a child the plan drops (a
+//!   renamed child), which must stay until its replacement exists. (Objects of a kind the
+//!   cluster does not serve, and live objects still terminating, are skipped without holding
+//!   deletions back.)
 
 use std::collections::BTreeSet;
-use std::hash::{Hash, Hasher};
 
 use kube::core::DynamicObject;
 use serde_json::Value;
 
 use super::Engine;
+use super::memory::fingerprint;
 use crate::apply::{self, ApplyError, ParentRef};
 use crate::category::Categorize;
 use crate::handover::{self, FieldPath};
@@ -51,26 +64,32 @@ use crate::pipeline::{ChildKind, Children, ObjectKey, Observation, Pipeline, Pla
 pub(super) struct Applied {
     pub applied: usize,
     pub deleted: usize,
+    /// Applies that were progress (a body other than the one last applied successfully to
+    /// that child: a new child, a changed desired state, or the first apply since the engine
+    /// started) plus deletions: the engine's progress rule ([`super`], step 6). A re-apply of
+    /// the body last applied (a diff the server never settles, another manager reverting us)
+    /// is not.
+    pub progressed: usize,
     pub errors: Vec<ApplyError>,
 }
 
 /// The dependency rank of a kind: lower is applied first.
-pub(crate) fn apply_rank(group: &str, kind: &str) -> u8 {
+fn apply_rank(group: &str, kind: &str) -> u8 {
     match (group, kind) {
         ("", "Namespace") | ("apiextensions.k8s.io", "CustomResourceDefinition") => 0,
-        ("", "ServiceAccount" | "ConfigMap" | "Secret") => 1,
-        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => 2,
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => 3,
-        ("", "PersistentVolumeClaim") | ("storage.k8s.io", _) => 4,
-        ("", "Service") => 5,
-        _ => 6,
+        ("", "ServiceAccount") => 1,
+        ("", "ConfigMap" | "Secret") => 2,
+        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => 3,
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => 4,
+        ("", "PersistentVolumeClaim") | ("storage.k8s.io", _) => 5,
+        ("", "Service") => 6,
+        _ => 7,
     }
 }
 
-fn body_hash(body: &Value) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    body.to_string().hash(&mut h);
-    h.finish()
+/// The order objects of one plan are applied in: by [`apply_rank`], then by key.
+fn apply_order(a: &ObjectKey, b: &ObjectKey) -> std::cmp::Ordering {
+    (apply_rank(&a.group, &a.kind), a).cmp(&(apply_rank(&b.group, &b.kind), b))
 }
 
 struct Prepared {
@@ -170,6 +189,8 @@ impl<P: Pipeline> Engine<P> {
         let mut seen = BTreeSet::new();
         let mut prepared = Vec::new();
         let mut keep = Vec::new();
+        // Reads by name that failed (not refusals): they skip only their own object.
+        let mut unread = 0;
         for (desired, owned) in plan
             .apply
             .iter()
@@ -210,6 +231,7 @@ impl<P: Pipeline> Engine<P> {
                             if wait {
                                 return out;
                             }
+                            unread += 1;
                             continue;
                         }
                     },
@@ -256,13 +278,10 @@ impl<P: Pipeline> Engine<P> {
                 Err(e) => out.errors.push(e),
             }
         }
-        if !out.errors.is_empty() {
+        if out.errors.len() > unread {
             return out;
         }
-        prepared.sort_by(|a, b| {
-            (apply_rank(&a.key.group, &a.key.kind), &a.key)
-                .cmp(&(apply_rank(&b.key.group, &b.key.kind), &b.key))
-        });
+        prepared.sort_by(|a, b| apply_order(&a.key, &b.key));
         self.memory.retain_children(parent_key, &keep);
         for p in prepared {
             let mut live = p.live;
@@ -292,7 +311,7 @@ impl<P: Pipeline> Engine<P> {
                     }
                 }
             }
-            let hash = body_hash(&p.body);
+            let hash = fingerprint(p.body.to_string().as_str());
             let same_body = self.memory.applied(parent_key, &p.key) == Some(hash);
             let unchanged = live.as_ref().is_some_and(|l| {
                 serde_json::to_value(l).is_ok_and(|lv| {
@@ -324,6 +343,7 @@ impl<P: Pipeline> Engine<P> {
                 }) {
                 Ok(()) => {
                     out.applied += 1;
+                    out.progressed += usize::from(!same_body);
                     self.handles.writes(WriteVerb::Apply, 1);
                     self.memory
                         .wrote_child(parent_key, &p.key, hash, self.clock.now());
@@ -338,8 +358,15 @@ impl<P: Pipeline> Engine<P> {
                 }
             }
         }
-        self.delete_unplanned(&plan, parent, children, missing_kinds, &keep, &mut out)
-            .await;
+        if unread == 0 {
+            self.delete_unplanned(&plan, parent, children, missing_kinds, &keep, &mut out)
+                .await;
+        } else {
+            // A planned object was not read, so not applied: it may be the replacement of a
+            // child that deleting now would leave missing (a renamed child's old name is not
+            // kept). Deletions wait for a pass that read every planned object.
+            tracing::debug!(unread, "a planned object was not read; deleting nothing");
+        }
         out
     }
 
@@ -370,6 +397,7 @@ impl<P: Pipeline> Engine<P> {
             match apply::delete(&self.client, kind, key, uid).await {
                 Ok(true) => {
                     out.deleted += 1;
+                    out.progressed += 1;
                     self.handles.writes(WriteVerb::Delete, 1);
                 }
                 Ok(false) => {}
@@ -383,5 +411,50 @@ impl<P: Pipeline> Engine<P> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(group: &str, kind: &str, name: &str) -> ObjectKey {
+        ObjectKey {
+            kind: kind.into(),
+            group: group.into(),
+            namespace: Some("ns".into()),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn a_service_account_is_applied_before_its_token_secret() {
+        let mut keys = vec![
+            key("apps", "Deployment", "web"),
+            key("", "Service", "web"),
+            key("rbac.authorization.k8s.io", "RoleBinding", "epp"),
+            key("", "Secret", "epp-token"),
+            key("rbac.authorization.k8s.io", "Role", "epp"),
+            key("", "ConfigMap", "epp"),
+            key("", "ServiceAccount", "epp"),
+            key("", "PersistentVolumeClaim", "cache"),
+            key("", "Namespace", "ns"),
+        ];
+        keys.sort_by(apply_order);
+        let kinds: Vec<&str> = keys.iter().map(|k| k.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "Namespace",
+                "ServiceAccount",
+                "ConfigMap",
+                "Secret",
+                "Role",
+                "RoleBinding",
+                "PersistentVolumeClaim",
+                "Service",
+                "Deployment",
+            ]
+        );
     }
 }

@@ -131,7 +131,13 @@ impl<P: Pipeline> Engine<P> {
                 let mut report = Report::skipped(Action::await_change());
                 report.skipped = false;
                 report.action = self
-                    .decide(key, std::slice::from_ref(&e), false, None, e.retry_after)
+                    .decide(
+                        key,
+                        std::slice::from_ref(&e),
+                        (false, false),
+                        None,
+                        e.retry_after,
+                    )
                     .map_or_else(Action::await_change, Action::requeue);
                 report.errors.push(e);
                 Err(report)
@@ -297,6 +303,7 @@ impl<P: Pipeline> Engine<P> {
                 match self.patch_finalizers(obj, rest, reread).await {
                     Ok(()) => {
                         report.finalizers_written = 1;
+                        report.progressed = true;
                         // Nothing else of the object is needed but the outdated copy's
                         // record (its delete event, or the controller, forgets that too).
                         self.forget(key);
@@ -314,7 +321,7 @@ impl<P: Pipeline> Engine<P> {
         }
         let hold = report.errors.iter().filter_map(|e| e.retry_after).max();
         report.action = self
-            .decide(key, &report.errors, false, None, hold)
+            .decide(key, &report.errors, (false, report.progressed), None, hold)
             .map_or_else(Action::await_change, Action::requeue);
         report
     }

@@ -17,6 +17,7 @@
 //! entry older than a given age. Nothing here does I/O.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -24,17 +25,18 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::clock::elapsed;
+use crate::packed::Packed;
 use crate::pipeline::ObjectKey;
 
-/// The last status the engine wrote for an object, kept as JSON bytes: it is read back only
-/// for a stale cached copy, and a `serde_json` tree of it costs several times its text for
-/// every object an operator has reconciled.
+/// The last status the engine wrote for an object, kept as deflated JSON ([`Packed`]): it is
+/// read back only for a stale cached copy, and a `serde_json` tree of it costs several times
+/// its text for every object an operator has reconciled.
 #[derive(Debug, Clone)]
 pub(crate) struct WrittenStatus {
     /// The object's resourceVersion the status was derived from.
     from_version: Option<String>,
-    /// The status written.
-    json: Box<[u8]>,
+    /// The status written (`None`: it did not serialise, so it is never served back).
+    json: Option<Packed>,
 }
 
 impl WrittenStatus {
@@ -42,9 +44,7 @@ impl WrittenStatus {
     pub fn new(from_version: Option<String>, status: &Value) -> Self {
         Self {
             from_version,
-            json: serde_json::to_vec(status)
-                .unwrap_or_default()
-                .into_boxed_slice(),
+            json: Packed::of(status),
         }
     }
 }
@@ -71,8 +71,23 @@ struct Entry {
     invalid: Option<String>,
     status: Option<WrittenStatus>,
     outdated: Option<Outdated>,
-    applied: HashMap<ObjectKey, u64>,
+    /// Per child, under the [`fingerprint`] of its key (16 bytes per child with the map's
+    /// overhead, against about 250 for the key's four strings: a ModelService has 15
+    /// children): the [`fingerprint`] of the body last applied successfully. Two children of
+    /// one parent whose keys collide (odds about 2^-64 per pair) share one slot, so each finds
+    /// the other's body hash there and gets the strict [`crate::diff::needs_apply`]: possible
+    /// re-applies, never a skipped apply.
+    applied: HashMap<u64, u64>,
     replaced: HashMap<ObjectKey, String>,
+}
+
+/// A 64-bit fingerprint of `value`, for what the engine remembers by hash (a child's key, the
+/// body applied to it): `DefaultHasher` (SipHash with fixed keys), so equal values give equal
+/// fingerprints within one process, which is all the memory needs: it is never persisted.
+pub(super) fn fingerprint<T: Hash + ?Sized>(value: &T) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
 }
 
 #[derive(Debug, Default)]
@@ -182,7 +197,7 @@ impl Memory {
                                 && o.produced.as_deref() == Some(version)
                         })
                 })
-                .and_then(|w| serde_json::from_slice(&w.json).ok())
+                .and_then(|w| w.json.as_ref()?.value())
         })
         .flatten()
     }
@@ -261,13 +276,14 @@ impl Memory {
 
     /// The hash of the body last applied to `child` of `key`.
     pub fn applied(&self, key: &ObjectKey, child: &ObjectKey) -> Option<u64> {
-        self.read(key, |e| e.applied.get(child).copied()).flatten()
+        self.read(key, |e| e.applied.get(&fingerprint(child)).copied())
+            .flatten()
     }
 
     /// Remember the body applied to `child` of `key`.
     pub fn wrote_child(&self, key: &ObjectKey, child: &ObjectKey, hash: u64, now: Timestamp) {
         self.with(key, now, |e| {
-            e.applied.insert(child.clone(), hash);
+            e.applied.insert(fingerprint(child), hash);
             e.replaced.remove(child);
         });
     }
@@ -296,7 +312,8 @@ impl Memory {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(e) = map.get_mut(key) {
-            e.applied.retain(|k, _| children.contains(k));
+            let ids: std::collections::HashSet<u64> = children.iter().map(fingerprint).collect();
+            e.applied.retain(|k, _| ids.contains(k));
             e.replaced.retain(|k, _| children.contains(k));
         }
     }
@@ -385,6 +402,29 @@ mod tests {
             !memory.is_replaced(&parent, &child, Some("u1")),
             "no longer planned"
         );
+    }
+
+    #[test]
+    fn applied_hashes_are_per_child_and_dropped_when_unplanned() {
+        let parent = key("p");
+        let m = Memory::default();
+        let children: Vec<ObjectKey> = (0..50).map(|i| key(&format!("c{i}"))).collect();
+        for (i, c) in (0u64..).zip(&children) {
+            m.wrote_child(&parent, c, i, at(1));
+        }
+        for (i, c) in (0u64..).zip(&children) {
+            assert_eq!(m.applied(&parent, c), Some(i), "{c}");
+        }
+        let mut other_kind = key("c0");
+        other_kind.kind = "Other".into();
+        assert_eq!(
+            m.applied(&parent, &other_kind),
+            None,
+            "kind is part of the key"
+        );
+        m.retain_children(&parent, &children[..2]);
+        assert_eq!(m.applied(&parent, &children[1]), Some(1));
+        assert_eq!(m.applied(&parent, &children[2]), None, "no longer planned");
     }
 
     #[test]

@@ -25,7 +25,25 @@
 //!    `Retry-After` (then the plan stops at that answer too, [`apply_plan`], and the status
 //!    waits for the reconcile after the hold). Events are published for the transitions that matter
 //!    ([`crate::events`]) after the status write.
-//! 6. Decision: infrastructure errors requeue with per-object backoff (honouring Retry-After);
+//! 6. Decision: infrastructure errors requeue with per-object backoff (honouring Retry-After).
+//!    A failed reconcile that still made **progress** ([`Report::progressed`]) does not grow
+//!    the backoff: the next attempt comes after the base delay ([`crate::Backoff::failure_after`]).
+//!    The children's watch events reconcile the object again soon anyway; what the rule stops
+//!    is the failures without progress that follow partial progress (many children, a share
+//!    of requests failing) escalating the delay from where earlier failures left it, so the
+//!    retries after the last progress start from the base again. Progress is what the server
+//!    accepted and what moves the object towards its plan: a finalizer added or released, a
+//!    child applied with a body other than the one last applied successfully to it (a new
+//!    child, a changed desired state, or the first apply since the engine started), a child
+//!    deleted (deletions run only once every planned child was applied or found unchanged:
+//!    [`apply_plan`]). Not progress: a
+//!    status write (it reports the failure, and a flapping error message would rewrite it on
+//!    every attempt), a hand-over, reads, and a re-apply of the body last applied (a diff the
+//!    server never settles, another manager reverting us: each child's body counts once).
+//!    Only the first [`crate::MAX_PROGRESSING_FAILURES`] consecutive failures may count as
+//!    progress, so a plan whose bodies change on every attempt still backs off to the cap. A
+//!    failure whose every infrastructure error carried `Retry-After` (throttling) counts like
+//!    progress, within the same bound: the server's load is not the object's fault;
 //!    an answer to one of the engine's own requests (finalizer, the read of an outdated copy,
 //!    listing, apply, status) carrying `Retry-After` also **holds** the object until it has
 //!    passed (at most the backoff cap, like the requeue: [`crate::BackoffPolicy::honoured`]): a

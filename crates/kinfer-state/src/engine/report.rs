@@ -22,6 +22,10 @@ pub struct Report {
     pub events: usize,
     /// Finalizer patches sent (added or removed).
     pub finalizers_written: usize,
+    /// Whether this reconcile made progress: a finalizer written, a child applied with a body
+    /// other than the one last applied to it, or a child deleted. A failed reconcile that
+    /// progressed does not grow the backoff (see the engine's contract, step 6).
+    pub progressed: bool,
     /// Errors seen (components, listing, plan, apply, status), each once.
     pub errors: Vec<CategorizedError>,
     /// Skipped because paused or malformed, held ([`Self::held`]) or outdated
@@ -47,6 +51,7 @@ impl Report {
             status_written: false,
             events: 0,
             finalizers_written: 0,
+            progressed: false,
             errors: Vec::new(),
             skipped: true,
             held: false,

@@ -80,7 +80,7 @@ impl<P: Pipeline> Engine<P> {
             || !listing.errors.is_empty()
             || finalizer_missing
             || throttled(&errors);
-        let (mut applied, mut deleted) = (0, 0);
+        let (mut applied, mut deleted, mut progressed) = (0, 0, finalizers_written > 0);
         let mut requeue_after = None;
         let mut keep_requeue = false;
         if blocked {
@@ -105,6 +105,7 @@ impl<P: Pipeline> Engine<P> {
                         .await;
                     applied = outcome.applied;
                     deleted = outcome.deleted;
+                    progressed |= outcome.progressed > 0;
                     errors.extend(outcome.errors.iter().map(CategorizedError::from_error));
                 }
                 Err(e) => errors.push(CategorizedError::from_error(&e)),
@@ -137,10 +138,20 @@ impl<P: Pipeline> Engine<P> {
             // The components' errors are the plan's to retry (it scheduled that itself): the
             // engine's own errors alone decide, and the plan's requeue fills in when they ask
             // for nothing.
-            Some(planned) => {
-                Some(self.decide_own(key, &errors, observation.external, planned, hold))
-            }
-            None => self.decide(key, &all, observation.external, requeue_after, hold),
+            Some(planned) => Some(self.decide_own(
+                key,
+                &errors,
+                (observation.external, progressed),
+                planned,
+                hold,
+            )),
+            None => self.decide(
+                key,
+                &all,
+                (observation.external, progressed),
+                requeue_after,
+                hold,
+            ),
         };
         let action = next.map_or_else(Action::await_change, Action::requeue);
         Report {
@@ -151,6 +162,7 @@ impl<P: Pipeline> Engine<P> {
             status_written: outcome.written,
             events: outcome.events,
             finalizers_written,
+            progressed,
             errors: all,
             skipped: false,
             held: false,
@@ -168,7 +180,7 @@ impl<P: Pipeline> Engine<P> {
         &self,
         key: &ObjectKey,
         errors: &[CategorizedError],
-        external: bool,
+        (external, progressed): (bool, bool),
         planned: Duration,
         hold: Option<Duration>,
     ) -> Duration {
@@ -176,7 +188,7 @@ impl<P: Pipeline> Engine<P> {
             .iter()
             .any(|e| e.category == ErrorCategory::Infrastructure);
         if (infra || hold.is_some())
-            && let Some(own) = self.decide(key, errors, external, None, hold)
+            && let Some(own) = self.decide(key, errors, (external, progressed), None, hold)
         {
             return own;
         }
@@ -187,19 +199,33 @@ impl<P: Pipeline> Engine<P> {
     }
 
     /// When to reconcile `key` again (`None`: on a change) after `errors`; see the module
-    /// contract, step 6.
+    /// contract, step 6. `external`: the object depends on state outside the cluster;
+    /// `progressed`: the reconcile made progress ([`Report::progressed`]), so an
+    /// infrastructure error does not grow the backoff ([`crate::Backoff::failure_after`]).
     pub(super) fn decide(
         &self,
         key: &ObjectKey,
         errors: &[CategorizedError],
-        external: bool,
+        (external, progressed): (bool, bool),
         requeue_after: Option<Duration>,
         hold: Option<Duration>,
     ) -> Option<Duration> {
         let has = |c: ErrorCategory| errors.iter().any(|e| e.category == c);
         if has(ErrorCategory::Infrastructure) {
             let retry_after = errors.iter().filter_map(|e| e.retry_after).max();
-            let delay = self.backoff.failure(key, retry_after);
+            // Throttled only (every infrastructure error carried the server's Retry-After: a
+            // 429 or a 503 saying when to come back): the server's load, not evidence against
+            // the object, and the hold below already keeps the object away for as long as the
+            // server asked. Like progress, it does not grow the backoff, within the same bound
+            // (`MAX_PROGRESSING_FAILURES` in a row), so a server throttling one object forever
+            // still sees it back off to the cap.
+            let throttled = errors
+                .iter()
+                .filter(|e| e.category == ErrorCategory::Infrastructure)
+                .all(|e| e.retry_after.is_some());
+            let delay = self
+                .backoff
+                .failure_after(key, retry_after, progressed || throttled);
             if let Some(ra) = hold {
                 // The requeue alone would not do: a child's watch event reconciles at once.
                 // Capped like the backoff, so no server can park an object (its spec edits,
@@ -213,6 +239,7 @@ impl<P: Pipeline> Engine<P> {
             }
             tracing::info!(
                 delay_s = delay.as_secs_f64(),
+                progressed,
                 "infrastructure error; backing off"
             );
             return Some(delay);

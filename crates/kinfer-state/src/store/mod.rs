@@ -27,10 +27,14 @@
 //! ([`OwnerIndex::named_feed`]: kinds a parent labels but cannot own), so an owned kind's
 //! unowned objects cost no memory.
 //!
-//! Objects are kept serialised (`Compact`: their JSON bytes) and parsed when a reconcile
-//! reads them (one that does not parse back makes the answer `None`, never a shorter list): a `serde_json` tree of a Deployment costs about ten times its JSON (measured
-//! ~30 KiB per cached child, 90 MiB per 1,000 Zerfoo services), while a reconcile reads only
-//! its own few children, and parsing them costs microseconds.
+//! Objects are kept serialised (`Compact`: their JSON bytes, deflated: [`crate::packed`]) and
+//! parsed when a reconcile reads them (one that does not parse back makes the answer `None`,
+//! never a shorter list): a `serde_json` tree of a Deployment costs about ten times its JSON
+//! (measured ~30 KiB per cached child, 90 MiB per 1,000 Zerfoo services), and its JSON about
+//! three times its deflated JSON, while a reconcile reads only its own few children, and
+//! inflating and parsing them costs microseconds. No lock is held across either: an object
+//! is deflated before the write lock is taken, and copied out under the read lock to be
+//! inflated after it.
 
 use std::fmt::Debug;
 use std::sync::RwLock;
@@ -113,7 +117,9 @@ impl OwnerIndex {
     /// Record an added or modified object of `kind` (a single feed keeping objects without a
     /// controller owner by name, as [`Self::observe`]).
     pub fn apply(&self, kind: &ChildKind, obj: &DynamicObject) {
-        self.write().apply(&kind_key(kind), obj, Feed::SOLE);
+        let kept = Kept::of(obj, Feed::SOLE);
+        self.write()
+            .apply(&kind_key(kind), obj, kept, Feed::SOLE.id);
     }
 
     /// Forget a deleted object of `kind`.
@@ -174,9 +180,14 @@ impl OwnerIndex {
     ) -> Vec<DynamicObject> {
         let k = kind_key(kind);
         let sk = (k.clone(), scope.map(str::to_owned));
+        // Packed before the write lock is taken: readers (reconciles) never wait on a deflate.
+        let kept = match event {
+            Event::Apply(o) | Event::InitApply(o) => Kept::of(o, feed),
+            Event::Delete(_) | Event::Init | Event::InitDone => None,
+        };
         let mut inner = self.write();
         match event {
-            Event::Apply(o) => inner.apply(&k, o, feed),
+            Event::Apply(o) => inner.apply(&k, o, kept, feed.id),
             Event::Delete(o) => {
                 if let Some(uid) = o.metadata.uid.as_deref() {
                     inner.delete(&k, uid, feed.id);
@@ -185,8 +196,8 @@ impl OwnerIndex {
             Event::Init => {
                 inner.pending.insert((sk, feed.id), Vec::new());
             }
-            Event::InitApply(o) => {
-                if let Some(kept) = Kept::of(o, feed) {
+            Event::InitApply(_) => {
+                if let Some(kept) = kept {
                     inner.pending.entry((sk, feed.id)).or_default().push(kept);
                 }
             }
@@ -197,6 +208,7 @@ impl OwnerIndex {
                     .unwrap_or_default();
                 let dropped = inner.replace(&k, scope, listed, feed.id);
                 inner.synced.insert(sk);
+                drop(inner);
                 return dropped.iter().filter_map(Compact::object).collect();
             }
         }
@@ -211,27 +223,32 @@ impl ChildStore for OwnerIndex {
         namespace: Option<&str>,
         owner_uid: &str,
     ) -> Option<Vec<DynamicObject>> {
-        let inner = self
-            .inner
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let k = kind_key(kind);
-        if !inner.answers(&k, namespace) {
-            return None;
-        }
-        let objects = inner.objects.get(&k);
-        let parsed: Option<Vec<DynamicObject>> = inner
-            .by_owner
-            .get(&k)
-            .and_then(|o| o.get(owner_uid))
-            .into_iter()
-            .flatten()
-            .filter_map(|uid| objects.and_then(|m| m.get(uid)).map(|h| &h.object))
-            .filter(|o| {
-                !kind.namespaced || namespace.is_none() || o.namespace.as_deref() == namespace
-            })
-            .map(Compact::object)
-            .collect();
+        // Copied out under the read lock, inflated and parsed after it is released: a watch
+        // event waiting for the write lock does not wait for the parsing.
+        let kept: Vec<Compact> = {
+            let inner = self
+                .inner
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !inner.answers(&k, namespace) {
+                return None;
+            }
+            let objects = inner.objects.get(&k);
+            inner
+                .by_owner
+                .get(&k)
+                .and_then(|o| o.get(owner_uid))
+                .into_iter()
+                .flatten()
+                .filter_map(|uid| objects.and_then(|m| m.get(uid)).map(|h| &h.object))
+                .filter(|o| {
+                    !kind.namespaced || namespace.is_none() || o.namespace.as_deref() == namespace
+                })
+                .cloned()
+                .collect()
+        };
+        let parsed: Option<Vec<DynamicObject>> = kept.iter().map(Compact::object).collect();
         if parsed.is_none() {
             // A child the index cannot read back must not look missing (it would be applied
             // over or planned again): let the engine LIST instead.
@@ -241,17 +258,21 @@ impl ChildStore for OwnerIndex {
     }
 
     fn named(&self, kind: &ChildKind, key: &ObjectKey) -> Option<DynamicObject> {
-        let inner = self
-            .inner
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let k = kind_key(kind);
         let namespace = key.namespace.clone().filter(|_| kind.namespaced);
-        if !inner.answers(&k, namespace.as_deref()) {
-            return None;
-        }
-        let uid = inner.by_name.get(&k)?.get(&(namespace, key.name.clone()))?;
-        inner.objects.get(&k)?.get(uid)?.object.object()
+        // Copied out under the read lock, parsed after it (as in `owned_by`).
+        let kept = {
+            let inner = self
+                .inner
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !inner.answers(&k, namespace.as_deref()) {
+                return None;
+            }
+            let uid = inner.by_name.get(&k)?.get(&(namespace, key.name.clone()))?;
+            inner.objects.get(&k)?.get(uid)?.object.clone()
+        };
+        kept.object()
     }
 }
 
@@ -324,7 +345,7 @@ mod tests {
                 .and_then(|m| m.get_mut("b"));
             if let Some(held) = kept {
                 let compact = &mut held.object;
-                compact.json = b"{not json".to_vec().into_boxed_slice();
+                compact.json = crate::packed::Packed::from_json(b"{not json").expect("deflates");
             }
         }
         assert!(

@@ -11,6 +11,7 @@ mod handover;
 mod objects;
 mod outdated;
 mod ownership;
+mod progress;
 mod requeue;
 mod status;
 mod steady;

@@ -148,6 +148,7 @@ async fn a_deleted_object_is_finalized_not_reconciled() {
         (0, false, 1),
         "{r:?}"
     );
+    assert!(r.progressed, "a released finalizer is progress: {r:?}");
     assert_eq!(finalized.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(
         env.toys.get_opt("del").await.expect("get").is_none(),
@@ -184,6 +185,7 @@ async fn a_terminating_namespace_is_never_blocked() {
         .reconcile(&toys.get("t").await.expect("toy"))
         .await;
     assert_eq!(r.finalizers_written, 0, "{r:?}");
+    assert!(!r.progressed, "a failed cleanup is not progress: {r:?}");
     assert!(matches!(r.action, Action { .. }));
     assert_eq!(finalized.load(std::sync::atomic::Ordering::SeqCst), 1);
 

@@ -22,6 +22,7 @@ use kinfer_state::{CategorizeIn, CategorizedError, Direction, ErrorCategory, Rea
 use kube::api::{ListParams, LogParams};
 use kube::{Api, Client, ResourceExt};
 
+use crate::context::Context;
 use crate::runtime_config::resolve;
 
 /// How many log lines a failure diagnosis reads.
@@ -187,12 +188,13 @@ async fn observe(
 
 /// Reads everything; `current` is the current Job's name and container.
 pub async fn fetch(
+    ctx: &Context,
     client: &Client,
     artifact: &AIMArtifact,
     children: &Children,
     current: Option<(&str, &str)>,
-    now: k8s_openapi::jiff::Timestamp,
 ) -> Fetched {
+    let now = ctx.now();
     let ns = artifact.namespace().unwrap_or_default();
     let job = async {
         let (name, container) = current?;
@@ -212,7 +214,8 @@ pub async fn fetch(
         .is_some_and(|(_, container)| identity_wanted(artifact, container, live.as_ref()))
         && !super::download::identity_exists(artifact, children);
     let (runtime_config, job) = futures::join!(
-        resolve::fetch(
+        resolve::read(
+            ctx,
             client,
             Some(&ns),
             artifact.spec.runtime_config_name.as_deref()

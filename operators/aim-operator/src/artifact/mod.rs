@@ -252,11 +252,11 @@ impl Pipeline for ArtifactPipeline {
     async fn fetch(&self, client: &Client, object: &AIMArtifact, children: &Children) -> Fetched {
         let cur = current(object);
         fetch::fetch(
+            &self.ctx,
             client,
             object,
             children,
             cur.as_ref().map(|(n, c)| (n.as_str(), *c)),
-            self.ctx.now(),
         )
         .await
     }

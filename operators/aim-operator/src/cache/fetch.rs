@@ -4,7 +4,9 @@
 //! Contract: reads only, each item's error captured. The template is looked up by
 //! `spec.templateScope` (Namespace: the AIMServiceTemplate; Cluster: the
 //! AIMClusterServiceTemplate; unset: namespace first, then cluster). Every AIMArtifact of the
-//! namespace is listed: a shared cache reuses artifacts it did not create.
+//! namespace is read: a shared cache reuses artifacts it did not create. Both come from the
+//! informer caches when the controllers run ([`crate::informers`]; the decisions made from
+//! them are idempotent applies), else from the API server.
 
 use kinfer_api::aim::common::{AIMModelSource, TemplateScope};
 use kinfer_api::aim::{
@@ -12,9 +14,12 @@ use kinfer_api::aim::{
     AIMTemplateCache,
 };
 use kinfer_state::{CategorizeIn, CategorizedError, Direction};
-use kube::api::ListParams;
+use std::sync::Arc;
+
 use kube::{Api, Client, ResourceExt};
 
+use crate::context::Context;
+use crate::informers::Informers;
 use crate::runtime_config::resolve;
 
 /// The template a cache caches.
@@ -92,14 +97,55 @@ pub(crate) async fn template(
         }))
 }
 
+/// [`template`] from the informer caches when they are ready (the fetch step's read; the
+/// finalizer's decisions read the API server).
+async fn cached_template(
+    ctx: &Context,
+    client: &Client,
+    ns: &str,
+    name: &str,
+    scope: TemplateScope,
+) -> Result<Option<TemplateSources>, kube::Error> {
+    let informers = &ctx.informers;
+    let namespaced = if scope == TemplateScope::Cluster {
+        Some(None)
+    } else {
+        Informers::get(&informers.templates, Some(ns), name).await
+    };
+    let found = match namespaced {
+        None => return template(client, ns, name, scope).await,
+        Some(Some(t)) => {
+            let t = Arc::unwrap_or_clone(t);
+            return Ok(Some(sources(
+                "AIMServiceTemplate",
+                t.spec.common.model_sources,
+                t.status,
+            )));
+        }
+        Some(None) if scope == TemplateScope::Namespace => return Ok(None),
+        Some(None) => Informers::get(&informers.cluster_templates, None, name).await,
+    };
+    match found {
+        None => template(client, ns, name, scope).await,
+        Some(t) => Ok(t.map(|t| {
+            let t = Arc::unwrap_or_clone(t);
+            sources(
+                "AIMClusterServiceTemplate",
+                t.spec.0.model_sources,
+                t.status,
+            )
+        })),
+    }
+}
+
 /// Reads everything; see the module contract.
-pub async fn fetch(client: &Client, cache: &AIMTemplateCache) -> Fetched {
+pub async fn fetch(ctx: &Context, client: &Client, cache: &AIMTemplateCache) -> Fetched {
     let ns = cache.namespace().unwrap_or_default();
     let spec = &cache.spec;
     let template_read = async {
         if spec.model_sources.is_empty() {
             Some(
-                template(client, &ns, &spec.template_name, spec.template_scope)
+                cached_template(ctx, client, &ns, &spec.template_name, spec.template_scope)
                     .await
                     .map_err(|e| e.categorize_in(Direction::Upstream)),
             )
@@ -108,14 +154,13 @@ pub async fn fetch(client: &Client, cache: &AIMTemplateCache) -> Fetched {
         }
     };
     let artifacts = async {
-        Api::<AIMArtifact>::namespaced(client.clone(), &ns)
-            .list(&ListParams::default())
+        let api = Api::<AIMArtifact>::namespaced(client.clone(), &ns);
+        Informers::list(&ctx.informers.artifacts, api, Some(&ns))
             .await
-            .map(|l| l.items)
             .map_err(|e| e.categorize_in(Direction::Downstream))
     };
     let (runtime_config, template, artifacts) = futures::join!(
-        resolve::fetch(client, Some(&ns), spec.runtime_config_name.as_deref()),
+        resolve::read(ctx, client, Some(&ns), spec.runtime_config_name.as_deref()),
         template_read,
         artifacts,
     );

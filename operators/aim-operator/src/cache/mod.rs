@@ -53,13 +53,13 @@ pub struct CacheState {
 /// The AIMTemplateCache pipeline.
 #[derive(Debug)]
 pub struct CachePipeline {
-    _ctx: Arc<Context>,
+    ctx: Arc<Context>,
 }
 
 impl CachePipeline {
     /// A pipeline sharing `ctx`.
     pub fn new(ctx: Arc<Context>) -> Self {
-        Self { _ctx: ctx }
+        Self { ctx }
     }
 }
 
@@ -98,7 +98,7 @@ impl Pipeline for CachePipeline {
         object: &AIMTemplateCache,
         _children: &Children,
     ) -> Fetched {
-        fetch::fetch(client, object).await
+        fetch::fetch(&self.ctx, client, object).await
     }
 
     fn compose(

@@ -1,8 +1,10 @@
 //! The catalog controllers (AIM part 1): models, templates, runtime configs and model
 //! sources, and the watches they share.
 //!
-//! Contract: runtime config changes re-enqueue the objects that name them
-//! ([`with_config_watches`]; cluster configs everywhere, namespace configs in their namespace);
+//! Contract: models, templates and runtime configs are reconciled from the operator's one
+//! shared watch of their kind ([`super::shared`]); runtime config changes (deletions
+//! included) re-enqueue the objects that name them ([`with_config_watches`]; cluster configs
+//! everywhere, namespace configs in their namespace);
 //! Secret changes (metadata only) re-enqueue the models and model sources that name them as
 //! pull secrets ([`with_secret_watches`]); templates watch their discovery Jobs, serving
 //! runtimes and (namespace templates) their own template cache, and are re-enqueued on GPU
@@ -13,7 +15,6 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kinfer_state::metrics::Metrics;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -24,8 +25,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kinfer_api::aim::{AIMClusterModelSource, AIMClusterRuntimeConfig, AIMRuntimeConfig};
 use kube::runtime::WatchStreamExt;
 
+use super::dependents::{Changed, Pair, concerned};
 use super::gpu::gpu_templates;
-use super::{Guarded, base, children_config, drive, engine, object_ref, owner_of};
+use super::shared::SharedWatch;
+use super::{Guarded, base, children_config, configured, drive, engine, object_ref, owner_of};
 use crate::context::Context;
 use crate::model::{ModelKind, ModelPipeline};
 use crate::model_source::ModelSourcePipeline;
@@ -33,56 +36,32 @@ use crate::runtime_config::{RuntimeConfigKind, RuntimeConfigPipeline, resolve};
 use crate::scheme;
 use crate::template::{TemplateKind, TemplatePipeline};
 
-/// Re-enqueues everything in `store` that names runtime config `name` (cluster configs:
-/// everywhere; namespace configs: in their namespace).
-fn by_runtime_config<K>(
-    store: Store<Guarded<K>>,
-    name_of: fn(&K) -> Option<&str>,
-) -> impl Fn(&str, Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + 'static
-where
-    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
-    Guarded<K>: Resource<DynamicType = ()>,
-{
-    move |config: &str, namespace: Option<&str>| {
-        store
-            .state()
-            .iter()
-            .filter_map(|g| g.0.as_ref().ok())
-            .filter(|o| namespace.is_none() || o.meta().namespace.as_deref() == namespace)
-            .filter(|o| resolve::effective_name(name_of(o)) == config)
-            .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
-            .collect()
-    }
-}
+/// The runtime configs' shared watches.
+pub(super) type Configs<'a> = Pair<'a, AIMRuntimeConfig, AIMClusterRuntimeConfig>;
 
+/// `c` re-enqueued by runtime config changes; see the module contract.
 pub(super) fn with_config_watches<K>(
     c: Controller<Guarded<K>>,
-    client: &Client,
+    configs: &Configs<'_>,
     name_of: fn(&K) -> Option<&str>,
 ) -> Controller<Guarded<K>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let by_ns = by_runtime_config(c.store(), name_of);
-    let by_cluster = by_runtime_config(c.store(), name_of);
-    c.watches(
-        Api::<AIMRuntimeConfig>::all(client.clone()),
-        watcher::Config::default(),
-        move |rc| by_ns(&rc.name_any(), rc.meta().namespace.as_deref()),
-    )
-    .watches(
-        Api::<AIMClusterRuntimeConfig>::all(client.clone()),
-        watcher::Config::default(),
-        move |rc| by_cluster(&rc.name_any(), None),
-    )
+    // Cluster configs: everywhere; namespace configs: in their namespace.
+    let by_config = concerned(c.store(), move |config: &Changed, o: &K| {
+        config.in_scope(o) && resolve::effective_name(name_of(o)) == config.name
+    });
+    configs.trigger(c, (Changed::named, Changed::named), by_config)
 }
 
+/// The model controller of `K`, reconciling from (and running) its shared watch.
 pub(super) fn model_controller<K: ModelKind>(
     client: &Client,
     ctx: &Arc<Context>,
     metrics: &Metrics,
-    n: u16,
-    namespaced: bool,
+    (n, namespaced, shared): (u16, bool, SharedWatch<K>),
+    configs: &Configs<'_>,
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()> {
     let engine = engine(
@@ -91,12 +70,12 @@ pub(super) fn model_controller<K: ModelKind>(
         K::CONTROLLER,
         metrics,
     );
-    let c = base::<K>(client, n).watches(
+    let c = configured(shared.controller(), n).watches(
         Api::<K::Template>::all(client.clone()),
         children_config(K::CONTROLLER),
         owner_of::<K, K::Template>(namespaced),
     );
-    let c = with_config_watches(c, client, |m: &K| {
+    let c = with_config_watches(c, configs, |m: &K| {
         m.model_spec().runtime_config_name.as_deref()
     });
     let system = ctx.settings.system_namespace.clone();
@@ -104,14 +83,34 @@ pub(super) fn model_controller<K: ModelKind>(
         let ns = m.meta().namespace.clone().unwrap_or_else(|| system.clone());
         (ns, m.model_spec().image_pull_secrets.clone())
     });
-    drive(c, engine, shutdown)
+    with_shared(shared, &engine, drive(c, Arc::clone(&engine), shutdown))
 }
 
+/// `controller` together with the shared watch it reconciles from, trimmed for `engine`.
+fn with_shared<K, P>(
+    shared: SharedWatch<K>,
+    engine: &Arc<kinfer_state::Engine<P>>,
+    controller: BoxFuture<'static, ()>,
+) -> BoxFuture<'static, ()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    P: kinfer_state::Pipeline,
+{
+    let trim = Arc::clone(engine);
+    let watch = shared.run(move |meta| trim.trim_for_cache(meta));
+    Box::pin(async move {
+        // The watch never ends on its own; the controller ends on shutdown.
+        futures::future::select(watch, controller).await;
+    })
+}
+
+/// The template controller of `K`, reconciling from (and running) its shared watch.
 pub(super) fn template_controller<K, R>(
     client: &Client,
     ctx: &Arc<Context>,
     metrics: &Metrics,
-    (n, namespaced): (u16, bool),
+    (n, namespaced, shared): (u16, bool, SharedWatch<K>),
+    configs: &Configs<'_>,
     gpu_changes: watch::Receiver<u64>,
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()>
@@ -125,7 +124,7 @@ where
         K::CONTROLLER,
         metrics,
     );
-    let c = base::<K>(client, n)
+    let c = configured(shared.controller(), n)
         .watches(
             Api::<Job>::all(client.clone()),
             children_config(K::CONTROLLER),
@@ -147,15 +146,18 @@ where
         c
     };
     let c = gpu_templates(c, gpu_changes);
-    let c = with_config_watches(c, client, |t: &K| t.common().runtime_config_name.as_deref());
-    drive(c, engine, shutdown)
+    let c = with_config_watches(c, configs, |t: &K| {
+        t.common().runtime_config_name.as_deref()
+    });
+    with_shared(shared, &engine, drive(c, Arc::clone(&engine), shutdown))
 }
 
+/// The runtime config controller of `K`, reconciling from (and running) its shared watch.
 pub(super) fn config_controller<K: RuntimeConfigKind>(
     client: &Client,
     ctx: &Arc<Context>,
     metrics: &Metrics,
-    n: u16,
+    (n, shared): (u16, SharedWatch<K>),
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()> {
     let engine = engine(
@@ -164,7 +166,8 @@ pub(super) fn config_controller<K: RuntimeConfigKind>(
         K::CONTROLLER,
         metrics,
     );
-    drive(base::<K>(client, n), engine, shutdown)
+    let c = configured(shared.controller(), n);
+    with_shared(shared, &engine, drive(c, Arc::clone(&engine), shutdown))
 }
 
 pub(super) fn source_controller(

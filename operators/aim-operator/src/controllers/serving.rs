@@ -1,55 +1,34 @@
 //! Serving (AIM part 2): the AIMTemplateCache and AIMArtifact controllers, and the watches the
 //! service and cache controllers share.
 //!
-//! Contract: templates re-enqueue every object of their namespace ([`all_in`],
-//! [`with_template_watches`]). Unowned objects are mapped to the objects that use them, not
-//! to their whole namespace (a download progress tick must not requeue every cache and
+//! Contract: a template change re-enqueues the caches of that template
+//! ([`super::dependents::template_concerns_cache`]). Unowned objects are mapped to the objects that
+//! use them, not to their whole namespace (a download progress tick must not requeue every cache and
 //! service): an artifact to the caches that list it in `status.artifacts`, created it
 //! (`aim.eai.amd.com/template-cache.name`) or are not Ready yet (they may be about to adopt it)
 //! ([`caches_of_artifact`]); a cache to the services whose `status.cache.templateCacheRef`
 //! names it, that keep it (`aim.eai.amd.com/service`) or that are not Running yet
 //! ([`services_of_cache`]). A cache also follows its runtime config; an artifact follows its
 //! Jobs, PVC, its Jobs' pods (which carry the artifact's label from the pod template) and the
-//! download pod's ServiceAccount, Role and RoleBinding.
+//! download pod's ServiceAccount, Role and RoleBinding. The caches' and artifacts' controller
+//! caches also serve the reconciles' reads ([`crate::informers`]).
 
-use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::batch::v1::Job;
-use kinfer_api::aim::{AIMClusterServiceTemplate, AIMServiceTemplate};
 use kinfer_state::metrics::Metrics;
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::catalog::with_config_watches;
-use super::{Guarded, children_config, drive, engine, namespaced, object_ref, owns};
+use super::dependents::{Changed, concerned, template_concerns_cache};
+use super::{
+    Catalog, Guarded, children_config, drive, indexed_engine, namespaced, object_ref,
+    owns_children, stored_watch,
+};
 use crate::context::Context;
 use crate::scheme;
 use kinfer_operator::controller::ControllerOptions;
-
-/// Every object of `store` in `namespace` (all for `None`), to re-enqueue on a change of
-/// something they read (models, templates, unowned caches and artifacts).
-pub(super) fn all_in<K>(
-    store: Store<Guarded<K>>,
-) -> impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + Clone + 'static
-where
-    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
-    Guarded<K>: Resource<DynamicType = ()>,
-{
-    move |namespace: Option<&str>| {
-        store
-            .state()
-            .iter()
-            .filter_map(|g| g.0.as_ref().ok())
-            .filter(|o| namespace.is_none() || o.meta().namespace.as_deref() == namespace)
-            .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
-            .collect()
-    }
-}
 
 /// The caches (of `caches`) that an artifact change concerns; see the module contract.
 pub fn caches_of_artifact<'a>(
@@ -102,74 +81,60 @@ pub fn services_of_cache<'a>(
     })
 }
 
-/// Re-enqueues through `by_ns` on template changes: a namespace template's namespace, every
-/// namespace for a cluster template.
-pub(super) fn with_template_watches<K>(
-    c: Controller<Guarded<K>>,
-    client: &Client,
-    by_ns: impl Fn(Option<&str>) -> Vec<ObjectRef<Guarded<K>>> + Send + Sync + Clone + 'static,
-) -> Controller<Guarded<K>>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let in_template_ns = by_ns.clone();
-    c.watches(
-        Api::<AIMServiceTemplate>::all(client.clone()),
-        watcher::Config::default(),
-        move |t| in_template_ns(t.meta().namespace.as_deref()),
-    )
-    .watches(
-        Api::<AIMClusterServiceTemplate>::all(client.clone()),
-        watcher::Config::default(),
-        move |_| by_ns(None),
-    )
-}
-
 pub(super) fn controllers(
     client: &Client,
     ctx: &Arc<Context>,
     metrics: &Metrics,
-    options: &ControllerOptions,
+    (options, catalog): (&ControllerOptions, &Catalog),
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()> {
-    use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ServiceAccount};
-    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use k8s_openapi::api::core::v1::Pod;
     use kinfer_api::aim::{AIMArtifact, AIMTemplateCache};
     let caches = {
         let c = crate::cache::CONTROLLER;
-        let engine = engine(
+        let engine = indexed_engine(
             client,
             crate::cache::CachePipeline::new(Arc::clone(ctx)),
             c,
             metrics,
         );
-        // Shared artifacts have no owner: mapped to the caches using them; sources come from
-        // templates: re-enqueue the namespace's caches (all caches for cluster templates).
+        // Dedicated artifacts are its children (read from the engine's owner index). Shared
+        // artifacts have no owner: mapped to the caches using them; sources come from
+        // templates: re-enqueue the caches of the template.
         let base = namespaced(client, (c, &engine), options);
-        let by_ns = all_in(base.store());
+        let base = owns_children(base, client, (c, &engine));
+        // The reconciles read the artifacts from this watch's store.
+        let (artifacts, artifact_events) = stored_watch::<AIMArtifact>(client);
+        let _ = ctx.informers.artifacts.set(artifacts);
         let store = base.store();
-        let c = base.watches(
-            Api::<AIMArtifact>::all(client.clone()),
-            watcher::Config::default(),
-            move |a| {
-                let state = store.state();
-                let caches = state.iter().filter_map(|g| g.0.as_ref().ok());
-                caches_of_artifact(&a, caches)
-                    .map(|c| {
-                        object_ref::<AIMTemplateCache>(&c.name_any(), c.meta().namespace.as_deref())
-                    })
-                    .collect::<Vec<_>>()
-            },
-        );
-        let c = with_template_watches(c, client, by_ns);
-        let c = with_config_watches(c, client, |tc: &AIMTemplateCache| {
+        let c = base.watches_stream(artifact_events, move |a: Guarded<AIMArtifact>| {
+            let Ok(a) = a.0 else {
+                return Vec::new();
+            };
+            let state = store.state();
+            let caches = state.iter().filter_map(|g| g.0.as_ref().ok());
+            caches_of_artifact(&a, caches)
+                .map(|c| {
+                    object_ref::<AIMTemplateCache>(&c.name_any(), c.meta().namespace.as_deref())
+                })
+                .collect::<Vec<_>>()
+        });
+        let of_template = concerned(c.store(), template_concerns_cache);
+        let c = catalog
+            .templates()
+            .trigger(c, (Changed::template, Changed::template), of_template);
+        let c = with_config_watches(c, &catalog.configs(), |tc: &AIMTemplateCache| {
             tc.spec.runtime_config_name.as_deref()
         });
         drive(c, engine, shutdown.clone())
     };
     let artifacts = {
         let c = crate::artifact::CONTROLLER;
-        let engine = engine(
+        // Not indexed: served from the owner index, a permanently failed download was
+        // started again once its Job expired (`artifacts.rs`
+        // `a_permanent_failure_is_not_retried_when_its_job_expires`; not understood yet), so
+        // its children are listed per reconcile (few artifacts: one per model source).
+        let engine = super::engine(
             client,
             crate::artifact::ArtifactPipeline::new(Arc::clone(ctx)),
             c,
@@ -177,13 +142,9 @@ pub(super) fn controllers(
         );
         let it = (c, &engine);
         let c = namespaced(client, it, options);
-        let c = owns::<_, Job>(c, client, it);
-        let c = owns::<_, PersistentVolumeClaim>(c, client, it);
-        // The download pod's ServiceAccount, Role and RoleBinding: a change or deletion by
-        // someone else is repaired while the download runs.
-        let c = owns::<_, ServiceAccount>(c, client, it);
-        let c = owns::<_, Role>(c, client, it);
-        let c = owns::<_, RoleBinding>(c, client, it);
+        // Its Jobs and PVC, and the download pod's ServiceAccount, Role and RoleBinding (a
+        // change or deletion by someone else is repaired while the download runs).
+        let c = owns_children(c, client, it);
         // The Jobs' pods (an image pull refused while the Job keeps waiting) carry the
         // artifact's label from the pod template.
         let c = c.watches(
@@ -196,7 +157,7 @@ pub(super) fn controllers(
                     .map(|a| object_ref::<AIMArtifact>(a, pod.meta().namespace.as_deref()))
             },
         );
-        let c = with_config_watches(c, client, |a: &AIMArtifact| {
+        let c = with_config_watches(c, &catalog.configs(), |a: &AIMArtifact| {
             a.spec.runtime_config_name.as_deref()
         });
         drive(c, engine, shutdown)

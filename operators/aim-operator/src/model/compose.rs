@@ -163,6 +163,21 @@ pub fn templates_health(
     ComponentHealth::with_state(component, s, Reason::custom(reason), message).downstream()
 }
 
+/// Where a violation of the model's spec rules at `path` shows (component, reason), for the
+/// model kind whose templates component is `templates` (issue #11: the status names the
+/// field): `spec.runtimeConfigName` on `RuntimeConfig` (`ConfigNotFound`, the resolution's
+/// reason), everything else (hardware, sources, env: what the templates are built from) on
+/// the templates component (`InvalidSpec`). Use with `crate::service::validation::place`.
+pub fn placed(templates: &'static str) -> impl Fn(&str) -> (&'static str, &'static str) {
+    move |path| {
+        if crate::service::validation::under(path, "spec.runtimeConfigName") {
+            (crate::runtime_config::resolve::COMPONENT, "ConfigNotFound")
+        } else {
+            (templates, "InvalidSpec")
+        }
+    }
+}
+
 /// A template name that cannot be built (a spec the naming rules reject).
 pub fn name_error(e: &kinfer_builders::naming::NameError) -> CategorizedError {
     CategorizedError::new(ErrorCategory::InvalidSpec, format!("template name: {e}"))
@@ -172,6 +187,39 @@ pub fn name_error(e: &kinfer_builders::naming::NameError) -> CategorizedError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spec_violations_name_their_fields_on_the_model_components() {
+        let model: kinfer_api::aim::AIMModel = serde_json::from_value(serde_json::json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMModel",
+            "metadata": {"name": "m", "namespace": "n"},
+            "spec": {"image": "i", "runtimeConfigName": "$(x)",
+                     "env": [{"name": "A", "value": "v",
+                              "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}}))
+        .expect("model");
+        let found = crate::service::validation::place(&model, placed("ServiceTemplates"));
+        let summary: Vec<(String, String, String)> = found
+            .iter()
+            .map(|h| {
+                (
+                    h.component.to_string(),
+                    h.effective_reason().to_string(),
+                    h.effective_message(),
+                )
+            })
+            .collect();
+        assert_eq!(summary.len(), 2, "{summary:?}");
+        assert_eq!(
+            (summary[0].0.as_str(), summary[0].1.as_str()),
+            ("RuntimeConfig", "ConfigNotFound")
+        );
+        assert!(summary[0].2.starts_with("spec.runtimeConfigName: \"$(x)\""));
+        assert_eq!(
+            (summary[1].0.as_str(), summary[1].1.as_str()),
+            ("ServiceTemplates", "InvalidSpec")
+        );
+        assert!(summary[1].2.starts_with("spec.env[0]"), "{}", summary[1].2);
+    }
 
     #[test]
     fn aggregation_table() {

@@ -83,7 +83,7 @@ pub async fn fetch(
     previous: Option<&ImageMetadata>,
 ) -> Fetched {
     let runtime_config =
-        resolve::fetch(client, namespace, spec.runtime_config_name.as_deref()).await;
+        resolve::read(ctx, client, namespace, spec.runtime_config_name.as_deref()).await;
     let metadata = metadata(ctx, client, spec, namespace, previous).await;
     Fetched {
         runtime_config,

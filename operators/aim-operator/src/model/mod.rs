@@ -114,7 +114,15 @@ fn meta(
 
 /// AIMModel and AIMClusterModel, as the pipeline sees them.
 pub trait ModelKind:
-    Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+    Resource<DynamicType = ()>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + kinfer_api::aim::Validate
+    + 'static
 {
     /// The templates it generates.
     type Template: GeneratedTemplate;
@@ -255,6 +263,16 @@ impl<K: ModelKind> Pipeline for ModelPipeline<K> {
             &phases,
             build_error,
         ));
+        // Issue #11: an invalid spec names its fields on upstream components (nothing is
+        // planned).
+        let violations =
+            crate::service::validation::place(object, compose::placed(K::TEMPLATES_COMPONENT));
+        crate::service::validation::replace(&mut obs.components, violations);
+        obs.components[0] = crate::service::validation::at_field(
+            obs.components[0].clone(),
+            "spec.runtimeConfigName",
+            kinfer_state::ErrorCategory::MissingUpstreamDependency,
+        );
         if let Some(rc) = &obs.state.runtime_config {
             obs.labels = rc.propagation();
         }

@@ -1,11 +1,14 @@
 //! Resolving a `runtimeConfigName` for a model, template or (later) service.
 //!
 //! Contract: [`fetch`] reads the namespace AIMRuntimeConfig (when the referrer is namespaced)
-//! and the AIMClusterRuntimeConfig of that name, capturing each result; [`resolve`] is pure:
+//! and the AIMClusterRuntimeConfig of that name, capturing each result; [`read`] does the same
+//! from the informer caches when both are ready ([`crate::informers`]), else as [`fetch`]; [`resolve`] is pure:
 //! both missing is fine for `default` (no config) and a MissingUpstream error with reason
 //! `ConfigNotFound` for any other name (the engine turns it into `ConfigValid=False`,
 //! `ReferenceNotFound`); otherwise the merged spec and a reference (scope Namespace, Cluster
 //! or Merged). The component is `RuntimeConfig`, upstream.
+
+use std::sync::Arc;
 
 use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
 use kinfer_api::aim::{AIMClusterRuntimeConfig, AIMRuntimeConfig, AIMRuntimeConfigSpec};
@@ -17,6 +20,8 @@ use kinfer_state::{
 use kube::{Api, Client, ResourceExt};
 
 use super::merge::merge;
+use crate::context::Context;
+use crate::informers::Informers;
 
 /// The name used when a resource names no runtime config.
 pub const DEFAULT_NAME: &str = "default";
@@ -84,6 +89,39 @@ pub async fn fetch(client: &Client, namespace: Option<&str>, name: Option<&str>)
         name,
         namespaced,
         cluster,
+    }
+}
+
+/// [`fetch`] from the informer caches when both are ready; see the module contract.
+pub async fn read(
+    ctx: &Context,
+    client: &Client,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Fetched {
+    // A name no object can have is never put into a request path (`$(rm -rf /)`, `../x`): it
+    // resolves to nothing, and the referrer's validation names the field.
+    if name.is_some_and(|n| !kinfer_builders::naming::is_dns1123_subdomain(n)) {
+        return Fetched {
+            name: effective_name(name),
+            namespaced: Ok(None),
+            cluster: Ok(None),
+        };
+    }
+    let effective = effective_name(name);
+    let informers = &ctx.informers;
+    let namespaced = match namespace {
+        Some(ns) => Informers::get(&informers.runtime_configs, Some(ns), &effective).await,
+        None => Some(None),
+    };
+    let cluster = Informers::get(&informers.cluster_runtime_configs, None, &effective).await;
+    match (namespaced, cluster) {
+        (Some(namespaced), Some(cluster)) => Fetched {
+            name: effective,
+            namespaced: Ok(namespaced.map(Arc::unwrap_or_clone)),
+            cluster: Ok(cluster.map(Arc::unwrap_or_clone)),
+        },
+        _ => fetch(client, namespace, name).await,
     }
 }
 

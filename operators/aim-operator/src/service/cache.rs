@@ -14,7 +14,10 @@
 //!   service reconciled first (when the keeper goes, the next takes over on its next
 //!   reconcile). The others create it only while it is absent and otherwise
 //!   use it as it is, so services never rewrite each other's cache. Dedicated:
-//!   `<template>-<service>-<hash(uid)>`, owned by the service, always applied.
+//!   `<template>-<service>-<hash(uid)>` (upstream's name, so existing caches keep theirs),
+//!   owned by the service, always applied; when a cut makes that the name of a cache of
+//!   another template (the service's cache of its previous template), the name hashing both
+//!   full names too (`<cut>-<hash(uid, template, service)>`).
 //! - The cache's spec: the template's name and scope (its model sources are read from the
 //!   template by the cache controller), the storage class (service storage over runtime
 //!   config), the env (template env < template caching env < service env), the runtime config
@@ -71,15 +74,37 @@ pub struct CacheChoice {
     pub reference: Option<ResolvedReference>,
 }
 
-fn cache_name(svc: &AIMService, template: &str, mode: CachingMode) -> Result<String, String> {
+/// The name of the cache `svc` runs template `t` from, given the live `caches` (`None`: no
+/// valid name, an error [`compose`] reports).
+pub fn name_for(svc: &AIMService, t: &TemplateInfo, caches: &[AIMTemplateCache]) -> Option<String> {
+    cache_name(svc, t, mode(svc), caches).ok()
+}
+
+/// See the module contract: a Dedicated service whose upstream-named cache serves another
+/// template runs `t` from the name that is `t`'s alone.
+fn cache_name(
+    svc: &AIMService,
+    t: &TemplateInfo,
+    mode: CachingMode,
+    caches: &[AIMTemplateCache],
+) -> Result<String, String> {
     let ns = svc.namespace().unwrap_or_default();
     let name = match mode {
-        CachingMode::Shared => names::shared_template_cache_name(template, &ns),
-        CachingMode::Dedicated => names::dedicated_template_cache_name(
-            template,
-            &svc.name_any(),
-            &svc.uid().unwrap_or_default(),
-        ),
+        CachingMode::Shared => names::shared_template_cache_name(&t.name, &ns),
+        CachingMode::Dedicated => {
+            let (service, uid) = (svc.name_any(), svc.uid().unwrap_or_default());
+            let upstream = names::dedicated_template_cache_name(&t.name, &service, &uid);
+            let taken = upstream.as_ref().is_ok_and(|n| {
+                caches
+                    .iter()
+                    .any(|c| c.name_any() == n.as_str() && !serves(c, t))
+            });
+            if taken {
+                names::dedicated_template_cache_name_of_template(&t.name, &service, &uid)
+            } else {
+                upstream
+            }
+        }
     };
     name.map(|n| n.to_string()).map_err(|e| e.to_string())
 }
@@ -232,7 +257,7 @@ pub fn compose(
     peers: &[AIMService],
 ) -> (ComponentHealth, Option<CacheChoice>) {
     let mode = mode(svc);
-    let name = match cache_name(svc, &t.name, mode) {
+    let name = match cache_name(svc, t, mode, caches) {
         Ok(n) => n,
         Err(e) => {
             let error = CategorizedError::new(
@@ -298,4 +323,73 @@ pub fn compose(
             reference,
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use kinfer_api::aim::AIMServiceTemplate;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A namespace template of `name` (long names: the upstream rule cuts them).
+    fn template(name: &str) -> TemplateInfo {
+        let t: AIMServiceTemplate = serde_json::from_value(json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+            "spec": {"modelName": "m"}}))
+        .expect("template");
+        TemplateInfo::from(t)
+    }
+
+    fn dedicated_service() -> AIMService {
+        serde_json::from_value(json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMService",
+            "metadata": {"name": "svc-2", "namespace": "ns", "uid": "uid-svc-2"},
+            "spec": {"model": {"name": "m"}, "caching": {"mode": "Dedicated"}}}))
+        .expect("service")
+    }
+
+    /// The live cache `name` of template `t` for `svc`.
+    fn live(svc: &AIMService, t: &TemplateInfo, name: &str) -> AIMTemplateCache {
+        desired(svc, t, None, name, CachingMode::Dedicated)
+    }
+
+    #[test]
+    fn a_dedicated_cache_keeps_upstreams_name_unless_its_previous_template_holds_it() {
+        let stem = "amdenterpriseai-aim-matrix-model-0-8-5-1x-mi300x";
+        let (lat, thr) = (
+            template(&format!("{stem}-lat-fp8-db72")),
+            template(&format!("{stem}-thr-fp16-fd35")),
+        );
+        let svc = dedicated_service();
+        let upstream = |t: &TemplateInfo| {
+            names::dedicated_template_cache_name(&t.name, "svc-2", "uid-svc-2")
+                .expect("derives")
+                .to_string()
+        };
+        assert_eq!(upstream(&lat), upstream(&thr), "the names collide upstream");
+
+        // No cache yet, or the service's existing (upstream-named) cache of the same template:
+        // upstream's name, so caches created before keep their downloads.
+        assert_eq!(name_for(&svc, &lat, &[]), Some(upstream(&lat)));
+        let previous = live(&svc, &lat, &upstream(&lat));
+        let caches = [previous];
+        assert_eq!(name_for(&svc, &lat, &caches), Some(upstream(&lat)));
+
+        // The template changed: upstream's name holds the previous template's cache, so the
+        // new one gets the name that is its alone and is created, not reported taken.
+        let own = names::dedicated_template_cache_name_of_template(&thr.name, "svc-2", "uid-svc-2")
+            .expect("derives")
+            .to_string();
+        assert_ne!(own, upstream(&thr));
+        assert_eq!(name_for(&svc, &thr, &caches), Some(own.clone()));
+        let (health, choice) = compose(&svc, &thr, None, &caches, &[]);
+        let reason = health.reason.as_ref().map(ToString::to_string);
+        assert_eq!(reason.as_deref(), Some("CreatingCache"), "{health:?}");
+        let choice = choice.expect("a choice");
+        assert_eq!(choice.name, own);
+        let desired = choice.desired.expect("applied");
+        assert_eq!(desired.spec.template_name, thr.name);
+    }
 }

@@ -10,7 +10,8 @@
 //!   `Model` (upstream) follows the model's status (Degraded counts as Ready: some template
 //!   works).
 //! - [`resolve_template`] (NOTES rows 10-12): a previously resolved template is kept while it
-//!   exists with the same UID and is Ready; an explicit name is looked up in the namespace
+//!   exists with the same UID and is Ready as services see it ([`super::selection::phase`]:
+//!   an infrastructure error in the template's own reconcile does not count); an explicit name is looked up in the namespace
 //!   (its derived name first when the service has overrides), then the cluster; otherwise
 //!   [`kinfer_select::select`] ([`super::selection`]) over the model's namespace and cluster templates (derived ones
 //!   excluded) with the cluster's GPUs and the overrides. Every outcome is the `Template`
@@ -143,7 +144,9 @@ pub fn resolve_model(
             None => fail(err(
                 ErrorCategory::MissingUpstreamDependency,
                 "ModelNotFound",
-                format!("no AIMModel {name:?} in namespace {ns} and no AIMClusterModel {name:?}"),
+                format!(
+                    "spec.model.name: no AIMModel {name:?} in namespace {ns} and no AIMClusterModel {name:?}"
+                ),
             )),
         };
     }
@@ -164,7 +167,10 @@ pub fn resolve_model(
                         MODEL,
                         ComponentState::Progressing,
                         "CreatingModel",
-                        format!("creating AIMModel {name} for image {image}"),
+                        format!(
+                            "creating AIMModel {name} for image {}",
+                            kinfer_api::aim::shown(image)
+                        ),
                     )
                     .upstream(),
                     Some(ModelChoice::Create(Box::new(new_model(
@@ -177,17 +183,23 @@ pub fn resolve_model(
                         },
                     )))),
                 ),
-                Err(e) => fail(err(
+                // The only failure: no name and tag to derive from (the error would repeat
+                // the whole value).
+                Err(_) => fail(err(
                     ErrorCategory::InvalidSpec,
                     "InvalidImage",
-                    format!("image {image:?}: {e}"),
+                    format!(
+                        "spec.model.image: {} is not an image reference",
+                        kinfer_api::aim::shown(image)
+                    ),
                 )),
             },
             many => fail(err(
                 ErrorCategory::InvalidSpec,
                 "MultipleModelsFound",
                 format!(
-                    "multiple models found with the same image {image}: {}; name one in spec.model.name",
+                    "spec.model.image: multiple models found with the same image {}: {}; name one in spec.model.name",
+                    kinfer_api::aim::shown(image),
                     many.iter()
                         .map(|m| m.name.as_str())
                         .collect::<Vec<_>>()
@@ -258,7 +270,7 @@ pub fn resolve_model(
             Err(e) => fail(err(
                 ErrorCategory::InvalidSpec,
                 "InvalidCustomModel",
-                format!("custom model name: {e}"),
+                format!("spec.model.custom: custom model name: {e}"),
             )),
         };
     }
@@ -369,9 +381,25 @@ pub fn derived_template(svc: &AIMService, base: &TemplateInfo, name: &str) -> AI
 }
 
 fn use_template(t: &TemplateInfo, how: &str) -> (ComponentHealth, Option<TemplateInfo>) {
-    let name = &t.name;
     let scope = format!("{:?}", t.scope).to_lowercase();
-    let (s, reason, ready) = match t.phase() {
+    let phase = super::selection::phase(t);
+    use_template_saying(t, format!("{how} {scope} template {} ({phase:?})", t.name))
+}
+
+/// The message of `svc`'s `TemplateReady` condition while it is True (`Resolved`).
+fn resolved_message(svc: &AIMService) -> Option<String> {
+    let kind = format!("{TEMPLATE}Ready");
+    svc.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == kind && c.status == "True" && c.reason == "Resolved")
+        .map(|c| c.message.clone())
+}
+
+fn use_template_saying(t: &TemplateInfo, msg: String) -> (ComponentHealth, Option<TemplateInfo>) {
+    let phase = super::selection::phase(t);
+    let (s, reason, ready) = match phase {
         Phase::Ready => (ComponentState::Ready, "Resolved", true),
         Phase::Pending | Phase::Progressing => {
             (ComponentState::Progressing, "TemplateNotReady", false)
@@ -380,7 +408,6 @@ fn use_template(t: &TemplateInfo, how: &str) -> (ComponentHealth, Option<Templat
         Phase::Degraded => (ComponentState::Degraded, "TemplateDegraded", false),
         Phase::Failed => (ComponentState::Failed, "TemplateFailed", false),
     };
-    let msg = format!("{how} {scope} template {name} ({:?})", t.phase());
     (
         state(TEMPLATE, s, reason, msg).upstream(),
         ready.then(|| t.clone()),
@@ -399,9 +426,15 @@ pub fn resolve_template(
         .as_ref()
         .and_then(|s| s.resolved_template.as_ref());
     if let Some(t) = sticky(previous, templates, TemplateInfo::reference, |t| {
-        t.phase() == Phase::Ready
+        super::selection::phase(t) == Phase::Ready
     }) {
-        let (h, template) = use_template(t, "keeping resolved");
+        // A kept Ready template keeps the message it was resolved with ("Selected …"): a
+        // message turning into "keeping …" on the next reconcile cost every service a second
+        // status write.
+        let (h, template) = match resolved_message(svc) {
+            Some(msg) if super::selection::phase(t) == Phase::Ready => use_template_saying(t, msg),
+            _ => use_template(t, "keeping resolved"),
+        };
         return (
             h,
             TemplateChoice {
@@ -426,7 +459,7 @@ pub fn resolve_template(
         let derived = overrides
             .and_then(|o| derived_name(name, o).ok())
             .and_then(|d| in_ns(d.as_str()).cloned());
-        if let Some(d) = derived.filter(|d| d.phase() == Phase::Ready) {
+        if let Some(d) = derived.filter(|d| super::selection::phase(d) == Phase::Ready) {
             let (h, template) = use_template(&d, "using derived");
             return (
                 h,
@@ -447,7 +480,7 @@ pub fn resolve_template(
                 ErrorCategory::MissingUpstreamDependency,
                 "TemplateNotFound",
                 format!(
-                    "no AIMServiceTemplate {name:?} in namespace {ns} and no AIMClusterServiceTemplate {name:?}"
+                    "spec.template.name: no AIMServiceTemplate {name:?} in namespace {ns} and no AIMClusterServiceTemplate {name:?}"
                 ),
             );
             return (
@@ -468,7 +501,12 @@ pub fn resolve_template(
                 // depend on which discovery finished first, not on the ranking.
                 let discovering: Vec<&str> = pool
                     .iter()
-                    .filter(|t| matches!(t.phase(), Phase::Pending | Phase::Progressing))
+                    .filter(|t| {
+                        matches!(
+                            super::selection::phase(t),
+                            Phase::Pending | Phase::Progressing
+                        )
+                    })
                     .map(|t| t.name.as_str())
                     .collect();
                 if !discovering.is_empty() {
@@ -526,15 +564,23 @@ pub fn resolve_template(
                     TemplateChoice::default(),
                 );
             }
-            Outcome::AllFiltered { .. } => {
-                let e = err(ErrorCategory::MissingUpstreamDependency, &reason, message);
+            Outcome::AllFiltered { removed } => {
+                let e = err(
+                    ErrorCategory::MissingUpstreamDependency,
+                    &reason,
+                    filtered_by_fields(removed, message),
+                );
                 return (
                     ComponentHealth::new(TEMPLATE).upstream().error(e),
                     TemplateChoice::default(),
                 );
             }
             Outcome::Ambiguous { .. } => {
-                let e = err(ErrorCategory::InvalidSpec, &reason, message);
+                let e = err(
+                    ErrorCategory::InvalidSpec,
+                    &reason,
+                    format!("spec.template.name: {message}"),
+                );
                 return (
                     ComponentHealth::new(TEMPLATE).upstream().error(e),
                     TemplateChoice::default(),
@@ -552,7 +598,7 @@ pub fn resolve_template(
             },
         );
     };
-    if base.phase() != Phase::Ready {
+    if super::selection::phase(base) != Phase::Ready {
         let (h, _) = use_template(base, "waiting for base");
         return (h, TemplateChoice::default());
     }
@@ -562,7 +608,7 @@ pub fn resolve_template(
             let e = err(
                 ErrorCategory::InvalidSpec,
                 "InvalidDerivedTemplateName",
-                format!("derived template name: {e}"),
+                format!("spec.overrides: derived template name: {e}"),
             );
             return (
                 ComponentHealth::new(TEMPLATE).upstream().error(e),
@@ -596,6 +642,29 @@ pub fn resolve_template(
     )
 }
 
+/// `message` of a selection that filtered every candidate, after the spec fields whose
+/// values filtered some (`spec.overrides`, `spec.template.allowUnoptimized`); a GPU missing
+/// from the cluster or a template not Ready is no field's fault.
+fn filtered_by_fields(
+    removed: &[(&kinfer_select::Candidate, kinfer_select::Filter)],
+    message: String,
+) -> String {
+    use kinfer_select::Filter;
+    let fields: Vec<&str> = [
+        (Filter::Overrides, "spec.overrides"),
+        (Filter::Unoptimized, "spec.template.allowUnoptimized"),
+    ]
+    .into_iter()
+    .filter(|(f, _)| removed.iter().any(|(_, r)| r == f))
+    .map(|(_, field)| field)
+    .collect();
+    if fields.is_empty() {
+        message
+    } else {
+        format!("{}: {message}", fields.join(", "))
+    }
+}
+
 /// The routing decision.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Route {
@@ -625,7 +694,7 @@ pub fn route(svc: &AIMService, rc: Option<&Resolved>, manager: &str) -> Route {
         return Route::Broken(Box::new(ComponentHealth::new(HTTP_ROUTE).downstream().error(err(
             ErrorCategory::InvalidSpec,
             "GatewayNotConfigured",
-            "routing is enabled but neither the service nor its runtime config names a gatewayRef"
+            "spec.routing.gatewayRef: routing is enabled but neither the service nor its runtime config names a gatewayRef"
                 .into(),
         ))));
     };
@@ -633,18 +702,38 @@ pub fn route(svc: &AIMService, rc: Option<&Resolved>, manager: &str) -> Route {
     let template = s
         .and_then(|r| r.path_template.as_deref())
         .or_else(|| c.and_then(|r| r.path_template.as_deref()));
+    let rc_name = || {
+        rc.and_then(|r| r.reference.name.clone())
+            .unwrap_or_default()
+    };
+    // The field a user changes: the service's own, else the runtime config's.
+    let field = |own: bool, name: &str| {
+        if own {
+            format!("spec.routing.{name}")
+        } else {
+            format!(
+                "spec.runtimeConfigName: runtime config {:?} spec.routing.{name}",
+                rc_name()
+            )
+        }
+    };
     let path = match template {
         Some(t) => {
             let json = serde_json::to_value(svc).unwrap_or_default();
             match path::render(t, &json) {
                 Ok(p) => p,
                 Err(e) => {
+                    let own = s.and_then(|r| r.path_template.as_deref()).is_some();
                     return Route::Broken(Box::new(
                         state(
                             HTTP_ROUTE,
                             ComponentState::Degraded,
                             "PathTemplateInvalid",
-                            format!("path template {t:?}: {e}; no route is created"),
+                            format!(
+                                "{}: {}: {e}; no route is created",
+                                field(own, "pathTemplate"),
+                                kinfer_api::aim::shown(t)
+                            ),
                         )
                         .downstream(),
                     ));
@@ -659,7 +748,7 @@ pub fn route(svc: &AIMService, rc: Option<&Resolved>, manager: &str) -> Route {
     else {
         return Route::Off;
     };
-    Route::On(Box::new(PredictorRouteInput {
+    let input = PredictorRouteInput {
         parent: kinfer_builders::Parent {
             name,
             namespace,
@@ -678,5 +767,40 @@ pub fn route(svc: &AIMService, rc: Option<&Resolved>, manager: &str) -> Route {
             backend_request: None,
         },
         annotations,
-    }))
+    };
+    // Built here too (pure), so a value the route cannot carry names its field and leaves
+    // the rest of the plan alone, instead of failing the plan with the builder's field.
+    match kinfer_builders::gateway::predictor_route(&input) {
+        Ok(_) => Route::On(Box::new(input)),
+        Err(e) => {
+            let message = match (&e, &input.timeouts.request) {
+                (
+                    kinfer_builders::Error::Input {
+                        field: "timeouts.request",
+                        ..
+                    },
+                    Some(v),
+                ) => {
+                    let own = s.and_then(|r| r.request_timeout.as_deref()).is_some();
+                    format!(
+                        "{}: {} is not a Gateway API duration such as \"300s\" or \"5m\"",
+                        field(own, "requestTimeout"),
+                        kinfer_api::aim::shown(v)
+                    )
+                }
+                _ => format!("spec.routing: {e}"),
+            };
+            Route::Broken(Box::new(
+                ComponentHealth::new(HTTP_ROUTE).downstream().error(err(
+                    ErrorCategory::InvalidSpec,
+                    "InvalidRoute",
+                    message,
+                )),
+            ))
+        }
+    }
 }
+
+#[cfg(test)]
+#[path = "compose_tests.rs"]
+mod tests;

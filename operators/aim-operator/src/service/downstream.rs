@@ -7,7 +7,9 @@
 //! - The InferenceService input is built only when the model is Ready (or Degraded: some
 //!   template works), the template is Ready and the cache is Ready (its artifacts become the
 //!   volume mounts); until then `InferenceService` is Pending `WaitingForDependencies`, naming
-//!   what it waits for. Once the InferenceService exists it is kept with its live cache
+//!   what it waits for; while an upstream component has a user-fixable error (the service is
+//!   Failed and the engine plans nothing) it is Pending `WaitingForDependencies` naming those
+//!   components, never `Creating`. Once the InferenceService exists it is kept with its live cache
 //!   volumes while the cache is not Ready (upstream: created once the cache is Ready, then
 //!   always re-applied). Nor does a template or model that is not Ready for a while (a
 //!   re-discovery, a selection waiting) delete it: the InferenceService, its HPA and route
@@ -17,7 +19,9 @@
 //! - `InferenceServicePods` once the InferenceService exists, `HPA` when autoscaling
 //!   ([`super::runtime`]).
 //! - `HTTPRoute` when routing is on ([`super::compose::route`]): the live route's parent
-//!   status, Progressing `HTTPRoutePending` until it exists; a broken route is its component.
+//!   status, Progressing `HTTPRoutePending` while it is being created (with the
+//!   InferenceService), Pending `WaitingForDependencies` before; a broken route is its
+//!   component.
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kinfer_api::aim::AIMService;
@@ -46,6 +50,23 @@ pub struct Resolved<'a> {
     pub template: Option<&'a TemplateInfo>,
     /// The service controller's field manager.
     pub manager: &'a str,
+    /// The upstream components with a user-fixable error ([`failed_upstream`]).
+    pub failed_upstream: &'a [String],
+}
+
+/// The upstream components with a user-fixable error (Auth, InvalidSpec, MissingUpstream):
+/// the engine plans nothing while there are any (kinfer-state's engine contract, step 4),
+/// so nothing is being created. Infrastructure errors hold the plan too, but only for a
+/// moment: they leave the components as they were, so a blip does not rewrite the status.
+pub fn failed_upstream<'a>(
+    components: impl IntoIterator<Item = &'a ComponentHealth>,
+) -> Vec<String> {
+    components
+        .into_iter()
+        .filter(|c| c.effective_direction() == kinfer_state::Direction::Upstream)
+        .filter(|c| c.errors.iter().any(|e| e.category.is_user_fixable()))
+        .map(|c| c.component.to_string())
+        .collect()
 }
 
 /// The downstream half of the observation.
@@ -100,6 +121,12 @@ fn cache_part(
 }
 
 fn waiting_for(model_ready: bool, r: &Resolved<'_>, cache: Option<&CacheChoice>) -> String {
+    if !r.failed_upstream.is_empty() {
+        return format!(
+            "the InferenceService is created or updated once the errors of {} are fixed",
+            r.failed_upstream.join(", ")
+        );
+    }
     let mut missing = Vec::new();
     if !model_ready {
         missing.push("model");
@@ -158,7 +185,7 @@ pub fn compose(
         .and_then(|c| c.mounts.clone())
         .or(live_mounts);
     let built = match (model, r.template, &name, mounts) {
-        (Some(m), Some(t), Ok(_), Some(mounts)) => {
+        (Some(m), Some(t), Ok(_), Some(mounts)) if r.failed_upstream.is_empty() => {
             Some(isvc::isvc_input(object, m, t, r.rc, mounts, r.manager))
         }
         _ => None,
@@ -240,16 +267,19 @@ pub fn compose(
     }
     out.cache = cache;
     out.route = compose::route(object, r.rc, r.manager);
-    if let Some(h) = route_health(object, children, &out.route) {
+    if let Some(h) = route_health(object, children, &out.route, out.isvc.is_some()) {
         out.components.push(h);
     }
     out
 }
 
+/// The route's component; `planned`: the route is applied in this reconcile (it goes with
+/// the InferenceService), else an absent route is waited for, not being created.
 fn route_health(
     object: &AIMService,
     children: &Children,
     route: &Route,
+    planned: bool,
 ) -> Option<ComponentHealth> {
     let ns = object.namespace().unwrap_or_default();
     match route {
@@ -265,6 +295,11 @@ fn route_health(
                         &serde_json::to_value(&live).unwrap_or_default(),
                     )
                     .downstream(),
+                    Ok(None) if !planned => pending(
+                        compose::HTTP_ROUTE,
+                        "WaitingForDependencies",
+                        format!("HTTPRoute {rname} is created with the InferenceService"),
+                    ),
                     Ok(None) => ComponentHealth::with_state(
                         compose::HTTP_ROUTE,
                         ComponentState::Progressing,

@@ -1,13 +1,17 @@
 //! Service fetch: everything an AIMService depends on.
 //!
-//! Contract: reads only, never fails as a whole (each item's error is captured). Reads the
+//! Contract: reads only, never fails as a whole (each item's error is captured). The models,
+//! templates, template caches and peer services come from the informer caches when the
+//! controllers run ([`crate::informers`]: a cached read may lag a write by the watch's latency;
+//! every decision made from them is an idempotent apply), else from the API server. Reads the
 //! runtime config (namespace over cluster); the AIMModels of the service's namespace and the
 //! AIMClusterModels (to resolve by name or by image); the AIMServiceTemplates of the namespace
 //! and the AIMClusterServiceTemplates (explicit lookup or selection happens in
 //! [`super::compose`]); the Nodes' labels (informer cache when available) for the cluster's
 //! GPU models; the AIMTemplateCaches and AIMServices of the namespace (a shared cache has no
 //! owner; the first service by name that uses it keeps it applied) and the
-//! InferenceService's pods (label `serving.kserve.io/inferenceservice`). The InferenceService,
+//! InferenceService's pods (label `serving.kserve.io/inferenceservice`). A cache the service
+//! would create is first looked up on the API server ([`confirm_cache`]). The InferenceService,
 //! HTTPRoute, HPA and dedicated caches are read by the engine as children.
 
 use std::collections::BTreeMap;
@@ -17,8 +21,8 @@ use kinfer_api::aim::common::AIMGpuRequirements;
 use kinfer_api::aim::common::{ResolutionScope, ResolvedReference};
 use kinfer_api::aim::template::{AIMProfileMetadata, AIMTemplateCachingConfig};
 use kinfer_api::aim::{
-    AIMClusterModel, AIMClusterServiceTemplate, AIMModel, AIMModelSpec, AIMService,
-    AIMServiceTemplate, AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
+    AIMClusterServiceTemplate, AIMModelSpec, AIMService, AIMServiceTemplate,
+    AIMServiceTemplateSpecCommon, AIMServiceTemplateStatus, AIMTemplateCache,
 };
 use kinfer_api::phase::Phase;
 use kinfer_select::gpu::ClusterGpus;
@@ -27,6 +31,7 @@ use kube::api::ListParams;
 use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::context::Context;
+use crate::informers::Informers;
 use crate::runtime_config::resolve;
 use crate::scheme;
 
@@ -167,13 +172,16 @@ fn model_ref(kind: &str, name: &str, ns: Option<&str>, uid: Option<String>) -> R
     }
 }
 
-async fn models(client: &Client, ns: &str) -> Result<Vec<ModelInfo>, CategorizedError> {
-    let lp = ListParams::default();
-    let mut out: Vec<ModelInfo> = Api::<AIMModel>::namespaced(client.clone(), ns)
-        .list(&lp)
-        .await
+async fn models(
+    ctx: &Context,
+    client: &Client,
+    ns: &str,
+) -> Result<Vec<ModelInfo>, CategorizedError> {
+    let informers = &ctx.informers;
+    let slots = (&informers.models, &informers.cluster_models);
+    let (namespaced, cluster) = Informers::list_pair(client, ns, slots).await;
+    let mut out: Vec<ModelInfo> = namespaced
         .map_err(up)?
-        .items
         .into_iter()
         .map(|m| ModelInfo {
             name: m.name_any(),
@@ -182,20 +190,12 @@ async fn models(client: &Client, ns: &str) -> Result<Vec<ModelInfo>, Categorized
             spec: m.spec,
         })
         .collect();
-    out.extend(
-        Api::<AIMClusterModel>::all(client.clone())
-            .list(&lp)
-            .await
-            .map_err(up)?
-            .items
-            .into_iter()
-            .map(|m| ModelInfo {
-                name: m.name_any(),
-                reference: model_ref("AIMClusterModel", &m.name_any(), None, m.uid()),
-                phase: m.status.as_ref().map(|s| s.status).unwrap_or_default(),
-                spec: m.spec.0,
-            }),
-    );
+    out.extend(cluster.map_err(up)?.into_iter().map(|m| ModelInfo {
+        name: m.name_any(),
+        reference: model_ref("AIMClusterModel", &m.name_any(), None, m.uid()),
+        phase: m.status.as_ref().map(|s| s.status).unwrap_or_default(),
+        spec: m.spec.0,
+    }));
     Ok(out)
 }
 
@@ -237,31 +237,26 @@ impl From<AIMClusterServiceTemplate> for TemplateInfo {
     }
 }
 
-async fn templates(client: &Client, ns: &str) -> Result<Vec<TemplateInfo>, CategorizedError> {
-    let lp = ListParams::default();
-    let mut out: Vec<TemplateInfo> = Api::<AIMServiceTemplate>::namespaced(client.clone(), ns)
-        .list(&lp)
-        .await
+async fn templates(
+    ctx: &Context,
+    client: &Client,
+    ns: &str,
+) -> Result<Vec<TemplateInfo>, CategorizedError> {
+    let informers = &ctx.informers;
+    let slots = (&informers.templates, &informers.cluster_templates);
+    let (namespaced, cluster) = Informers::list_pair(client, ns, slots).await;
+    let mut out: Vec<TemplateInfo> = namespaced
         .map_err(up)?
-        .items
         .into_iter()
         .map(TemplateInfo::from)
         .collect();
-    out.extend(
-        Api::<AIMClusterServiceTemplate>::all(client.clone())
-            .list(&lp)
-            .await
-            .map_err(up)?
-            .items
-            .into_iter()
-            .map(TemplateInfo::from),
-    );
+    out.extend(cluster.map_err(up)?.into_iter().map(TemplateInfo::from));
     Ok(out)
 }
 
 async fn gpus(ctx: &Context, client: &Client) -> Result<ClusterGpus, CategorizedError> {
     let labels: Vec<BTreeMap<String, String>> = if let Some(store) = &ctx.nodes
-        && store.wait_until_ready().await.is_ok()
+        && crate::informers::ready(store).await
     {
         store.state().iter().map(|n| n.labels().clone()).collect()
     } else {
@@ -277,32 +272,75 @@ async fn gpus(ctx: &Context, client: &Client) -> Result<ClusterGpus, Categorized
     Ok(ClusterGpus::from_nodes(labels.iter()))
 }
 
-async fn caches(client: &Client, ns: &str) -> Result<Vec<AIMTemplateCache>, CategorizedError> {
-    Api::<AIMTemplateCache>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
+async fn caches(
+    ctx: &Context,
+    client: &Client,
+    ns: &str,
+) -> Result<Vec<AIMTemplateCache>, CategorizedError> {
+    let api = Api::<AIMTemplateCache>::namespaced(client.clone(), ns);
+    Informers::list(&ctx.informers.caches, api, Some(ns))
         .await
-        .map(|l| l.items)
         .map_err(|e| e.categorize_in(Direction::Downstream))
 }
 
-async fn peers(client: &Client, ns: &str) -> Result<Vec<AIMService>, CategorizedError> {
-    Api::<AIMService>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
+async fn peers(
+    ctx: &Context,
+    client: &Client,
+    ns: &str,
+) -> Result<Vec<AIMService>, CategorizedError> {
+    let api = Api::<AIMService>::namespaced(client.clone(), ns);
+    Informers::list(&ctx.informers.services, api, Some(ns))
         .await
-        .map(|l| l.items)
         .map_err(|e| e.categorize_in(Direction::Downstream))
 }
 
-async fn pods(client: &Client, ns: &str, isvc: Option<&str>) -> Result<Vec<Pod>, CategorizedError> {
+async fn pods(
+    ctx: &Context,
+    client: &Client,
+    ns: &str,
+    isvc: Option<&str>,
+) -> Result<Vec<Pod>, CategorizedError> {
     let Some(isvc) = isvc else {
         return Ok(Vec::new());
     };
-    let lp = ListParams::default().labels(&format!("{}={isvc}", super::runtime::ISVC_POD_LABEL));
+    let label = super::runtime::ISVC_POD_LABEL;
+    if let Some(store) = ctx.informers.pods.ready().await {
+        return Ok(store
+            .state()
+            .iter()
+            .filter(|p| p.meta().namespace.as_deref() == Some(ns))
+            .filter(|p| p.labels().get(label).map(String::as_str) == Some(isvc))
+            .map(|p| Pod::clone(p))
+            .collect());
+    }
+    let lp = ListParams::default().labels(&format!("{label}={isvc}"));
     Api::<Pod>::namespaced(client.clone(), ns)
         .list(&lp)
         .await
         .map(|l| l.items)
         .map_err(|e| e.categorize_in(Direction::Downstream))
+}
+
+/// Adds the cache `name` to `fetched.caches` when the read lacks it and the API server has
+/// it. A cached read can lag a cache's creation by the watch's latency, and a cache the read
+/// lacks is one the service would create: the server's answer lets the `CacheNameTaken`
+/// guard ([`super::cache`]) see a cache someone created a moment ago, so the service never
+/// applies over it.
+pub async fn confirm_cache(client: &Client, namespace: &str, name: &str, fetched: &mut Fetched) {
+    let Ok(caches) = fetched.caches.as_mut() else {
+        return;
+    };
+    if caches.iter().any(|c| c.name_any() == name) {
+        return;
+    }
+    match Api::<AIMTemplateCache>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+    {
+        Ok(Some(live)) => caches.push(live),
+        Ok(None) => {}
+        Err(e) => fetched.caches = Err(e.categorize_in(Direction::Downstream)),
+    }
 }
 
 /// Reads everything; see the module contract.
@@ -314,12 +352,17 @@ pub async fn fetch(
     isvc: Option<&str>,
 ) -> Fetched {
     let (rc, models, templates, gpus, (caches, peers), pods) = futures::join!(
-        resolve::fetch(client, Some(namespace), runtime_config),
-        models(client, namespace),
-        templates(client, namespace),
+        resolve::read(ctx, client, Some(namespace), runtime_config),
+        models(ctx, client, namespace),
+        templates(ctx, client, namespace),
         gpus(ctx, client),
-        async { futures::join!(caches(client, namespace), peers(client, namespace)) },
-        pods(client, namespace, isvc),
+        async {
+            futures::join!(
+                caches(ctx, client, namespace),
+                peers(ctx, client, namespace)
+            )
+        },
+        pods(ctx, client, namespace, isvc),
     );
     Fetched {
         runtime_config: rc,

@@ -28,6 +28,7 @@ pub mod isvc;
 pub mod path;
 pub mod runtime;
 pub mod selection;
+pub mod validation;
 
 use std::sync::Arc;
 
@@ -250,14 +251,32 @@ impl Pipeline for ServicePipeline {
     async fn fetch(&self, client: &Client, object: &AIMService, _children: &Children) -> Fetched {
         let ns = object.namespace().unwrap_or_default();
         let isvc = isvc::isvc_name(object).ok();
-        fetch::fetch(
+        // Boxed: the joined reads make a large future.
+        let mut fetched = Box::pin(fetch::fetch(
             &self.ctx,
             client,
             &ns,
             object.spec.runtime_config_name.as_deref(),
             isvc.as_deref(),
-        )
-        .await
+        ))
+        .await;
+        // The cache the resolved template runs from, when the read does not have it; then
+        // the other name of a Dedicated cache whose upstream name that read showed taken.
+        let template = upstream(object, &fetched).2.template;
+        let mut confirmed: Option<String> = None;
+        for _ in 0..2 {
+            let caches = fetched.caches.as_deref().unwrap_or_default();
+            let Some(name) = template
+                .as_ref()
+                .and_then(|t| cache::name_for(object, t, caches))
+                .filter(|n| confirmed.as_ref() != Some(n))
+            else {
+                break;
+            };
+            fetch::confirm_cache(client, &ns, &name, &mut fetched).await;
+            confirmed = Some(name);
+        }
+        fetched
     }
 
     fn compose(
@@ -268,10 +287,18 @@ impl Pipeline for ServicePipeline {
     ) -> Observation<ServiceState> {
         let manager = scheme::manager(scheme::controller::SERVICE);
         let (rc_health, rc) = resolve::resolve(&fetched.runtime_config);
+        let rc_health = validation::at_field(
+            rc_health,
+            "spec.runtimeConfigName",
+            ErrorCategory::MissingUpstreamDependency,
+        );
         let routing_settled = rc_health.errors.is_empty();
         let mut components = vec![rc_health];
         let (up, model, template) = upstream(object, &fetched);
         components.extend(up);
+        let violations = validation::violations(object);
+        let failed_upstream =
+            downstream::failed_upstream(components.iter().chain(violations.iter()));
         let down = downstream::compose(
             object,
             children,
@@ -281,9 +308,11 @@ impl Pipeline for ServicePipeline {
                 model: model.as_ref(),
                 template: template.template.as_ref(),
                 manager: &manager,
+                failed_upstream: &failed_upstream,
             },
         );
         components.extend(down.components);
+        validation::replace(&mut components, violations);
         let obs = Observation::new(ServiceState {
             runtime_config: rc,
             model,

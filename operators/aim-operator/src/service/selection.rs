@@ -1,11 +1,18 @@
 //! The operator's mapping of templates and a service onto [`kinfer_select`]'s inputs (NOTES row
 //! 10). Pure; shared with `kinfer explain template`, so the explanation cannot disagree with
 //! the selection the operator makes.
+//!
+//! A template's phase as services see it is [`phase`]: an infrastructure error the operator
+//! met while reconciling the template (a 500 reading its model) says nothing about the
+//! template, so it neither drops the template from selection nor makes a service give up
+//! the template it resolved.
 
 use kinfer_api::aim::AIMService;
 use kinfer_api::aim::common::ResolutionScope;
+use kinfer_api::phase::Phase;
 use kinfer_select::gpu::GpuModel;
 use kinfer_select::{Candidate, Metric, Precision, ProfileType, Request, Scope};
+use kinfer_state::condition::ConditionType;
 
 use super::fetch::TemplateInfo;
 
@@ -26,6 +33,32 @@ pub fn selection_inputs<'a>(
         .collect();
     let candidates = pool.iter().map(|t| candidate(t)).collect();
     (pool, candidates, request(svc))
+}
+
+/// A condition of the template's status is `status`.
+fn condition_is(t: &TemplateInfo, type_: &str, status: &str) -> bool {
+    t.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .is_some_and(|c| c.status == status)
+}
+
+/// The phase services go by for `t`: `status.status`, except that a template `Degraded` while
+/// `DependenciesReachable=False` (the operator's own reads or writes failed; a template has no
+/// other way to be Degraded) counts as `Ready` once `Discovered=True` (its profile and
+/// serving runtime stand) and as `Progressing` before (still being discovered: it holds the
+/// first choice back like any template being discovered).
+pub fn phase(t: &TemplateInfo) -> Phase {
+    let recorded = t.phase();
+    let reachable = ConditionType::DependenciesReachable.to_string();
+    if recorded != Phase::Degraded || !condition_is(t, &reachable, "False") {
+        return recorded;
+    }
+    if condition_is(t, crate::template::compose::DISCOVERED, "True") {
+        Phase::Ready
+    } else {
+        Phase::Progressing
+    }
 }
 
 fn candidate(t: &TemplateInfo) -> Candidate {
@@ -52,8 +85,7 @@ fn candidate(t: &TemplateInfo) -> Candidate {
             _ => Scope::Namespace,
         },
         name: t.name.clone(),
-        status: t
-            .phase()
+        status: phase(t)
             .to_string()
             .parse()
             .unwrap_or(kinfer_select::TemplateStatus::Pending),
@@ -110,6 +142,53 @@ mod tests {
         .unwrap();
         t.status = Some(serde_json::from_value::<AIMServiceTemplateStatus>(status).unwrap());
         TemplateInfo::from(t)
+    }
+
+    /// A template of `phase` with `(type, status)` conditions.
+    fn with_conditions(phase: &str, conditions: &[(&str, &str)]) -> TemplateInfo {
+        let conditions: Vec<_> = conditions
+            .iter()
+            .map(|(t, s)| {
+                json!({"type": t, "status": s, "reason": "R", "message": "",
+                                 "lastTransitionTime": "2026-01-01T00:00:00Z"})
+            })
+            .collect();
+        template(
+            "t",
+            json!({"modelName": "m"}),
+            json!({"status": phase, "conditions": conditions}),
+        )
+    }
+
+    #[test]
+    fn an_infrastructure_error_of_the_template_does_not_change_its_phase_for_services() {
+        let unreachable = ("DependenciesReachable", "False");
+        // Discovered: still Ready for selection and retention.
+        let t = with_conditions("Degraded", &[unreachable, ("Discovered", "True")]);
+        assert_eq!(phase(&t), Phase::Ready);
+        let (_, candidates, _) = selection_inputs(&svc_for("m"), "m", std::slice::from_ref(&t));
+        assert_eq!(candidates[0].status, kinfer_select::TemplateStatus::Ready);
+        // Being discovered: still waited for.
+        let t = with_conditions("Degraded", &[unreachable, ("Discovered", "False")]);
+        assert_eq!(phase(&t), Phase::Progressing);
+        let t = with_conditions("Degraded", &[unreachable]);
+        assert_eq!(phase(&t), Phase::Progressing);
+        // Any other phase, or Degraded for another reason, is the recorded phase.
+        let reachable = ("DependenciesReachable", "True");
+        let t = with_conditions("Degraded", &[reachable, ("Discovered", "True")]);
+        assert_eq!(phase(&t), Phase::Degraded);
+        let t = with_conditions("Failed", &[unreachable, ("Discovered", "True")]);
+        assert_eq!(phase(&t), Phase::Failed);
+        let t = with_conditions("NotAvailable", &[unreachable, ("Discovered", "True")]);
+        assert_eq!(phase(&t), Phase::NotAvailable);
+    }
+
+    fn svc_for(model: &str) -> AIMService {
+        serde_json::from_value(json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMService",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"model": {"name": model}}}))
+        .unwrap()
     }
 
     #[test]

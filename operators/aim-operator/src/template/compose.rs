@@ -91,6 +91,57 @@ fn secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
+/// Where a violation of the template's spec rules at `path` shows (component, reason):
+/// `spec.modelName` on `Model` (`ModelNotFound`), `spec.runtimeConfigName` on `RuntimeConfig`
+/// (`ConfigNotFound`), `spec.hardware` on `GPU` (`InvalidHardware`), the rest (env, inline
+/// sources, caching env) on `Discovery`. The reasons are the ones resolution gives.
+pub fn placed(path: &str) -> (&'static str, &'static str) {
+    use crate::service::validation::under;
+    if under(path, "spec.modelName") {
+        ("Model", "ModelNotFound")
+    } else if under(path, "spec.runtimeConfigName") {
+        (resolve::COMPONENT, "ConfigNotFound")
+    } else if under(path, "spec.hardware") {
+        ("GPU", "InvalidHardware")
+    } else {
+        ("Discovery", "InvalidSpec")
+    }
+}
+
+/// `components` naming the fields a user fixes (issue #11): the spec's `violations` (from
+/// [`placed`]) in place of their components, a model that does not exist as
+/// `spec.modelName: no AIMModel …` (namespace templates look in their namespace first), a
+/// runtime config that does not exist after `spec.runtimeConfigName: `.
+pub fn with_fields(
+    mut components: Vec<ComponentHealth>,
+    violations: Vec<ComponentHealth>,
+    model_name: &str,
+    namespace: Option<&str>,
+) -> Vec<ComponentHealth> {
+    use crate::service::validation::{at_field, replace};
+    let missing = ErrorCategory::MissingUpstreamDependency;
+    for c in &mut components {
+        if c.component == "Model" {
+            for e in c.errors.iter_mut().filter(|e| e.category == missing) {
+                e.message = match namespace {
+                    Some(ns) => format!(
+                        "spec.modelName: no AIMModel {model_name:?} in namespace {ns} and no AIMClusterModel {model_name:?}"
+                    ),
+                    None => format!("spec.modelName: no AIMClusterModel {model_name:?}"),
+                };
+            }
+        } else if c.component == resolve::COMPONENT {
+            *c = at_field(c.clone(), "spec.runtimeConfigName", missing);
+        }
+    }
+    replace(&mut components, violations);
+    components
+}
+
+/// The type of the template's `Discovered` condition (services read it: see
+/// `service::selection::phase`).
+pub const DISCOVERED: &str = "Discovered";
+
 /// The `Discovered` condition: (true, reason, message).
 pub fn discovered_condition(state: &TemplateState) -> (bool, &'static str, String) {
     match &state.decision {
@@ -322,4 +373,55 @@ pub fn compose(
         });
     }
     (state, components)
+}
+
+#[cfg(test)]
+mod tests {
+    use kinfer_api::aim::AIMClusterServiceTemplate;
+    use serde_json::json;
+
+    use super::*;
+    use crate::service::validation::place;
+
+    #[test]
+    fn components_name_the_spec_fields() {
+        let t: AIMClusterServiceTemplate = serde_json::from_value(json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMClusterServiceTemplate",
+            "metadata": {"name": "t"},
+            "spec": {"modelName": "$(rm -rf /)", "runtimeConfigName": "ok"}}))
+        .expect("template");
+        let missing = |c: &str, m: &str| {
+            ComponentHealth::new(c.to_owned())
+                .upstream()
+                .error(CategorizedError::new(
+                    ErrorCategory::MissingUpstreamDependency,
+                    m.to_owned(),
+                ))
+        };
+        let fetched = vec![
+            missing(resolve::COMPONENT, "runtime config \"ok\" not found"),
+            missing("Model", "Model not found"),
+        ];
+        let out = with_fields(fetched.clone(), place(&t, placed), "$(rm -rf /)", None);
+        assert_eq!(
+            out[0].effective_message(),
+            "spec.runtimeConfigName: runtime config \"ok\" not found"
+        );
+        assert_eq!(out[1].effective_reason().to_string(), "ModelNotFound");
+        assert_eq!(out[1].errors[0].category, ErrorCategory::InvalidSpec);
+        assert!(
+            out[1]
+                .effective_message()
+                .starts_with("spec.modelName: \"$(rm -rf /)\" is not a valid object name"),
+            "{}",
+            out[1].effective_message()
+        );
+
+        // A valid name that names nothing: the field and where it was looked for.
+        let out = with_fields(fetched, Vec::new(), "qwen", Some("team"));
+        assert_eq!(
+            out[1].effective_message(),
+            "spec.modelName: no AIMModel \"qwen\" in namespace team and no AIMClusterModel \"qwen\""
+        );
+    }
 }

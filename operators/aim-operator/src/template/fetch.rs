@@ -5,8 +5,9 @@
 //! when every upstream dependency is resolved, i.e. when the engine will plan and apply it, and
 //! releasing it once the template's Job is no longer running).
 //! Reads the runtime config; the model (namespace templates: AIMModel, then AIMClusterModel;
-//! cluster templates: AIMClusterModel); the Nodes' labels when the template needs a GPU
-//! (informer cache when available); the discovery Job among the children; while it runs, its
+//! cluster templates: AIMClusterModel; from the informer caches, [`crate::informers`], a miss
+//! confirmed with the API server: no model event wakes a template); the Nodes' labels when
+//! the template needs a GPU (informer cache when available); the discovery Job among the children; while it runs, its
 //! pod's container states (a pod that cannot pull its image or build its container config
 //! fails the attempt at once); when it succeeded and the template is not discovered yet, its
 //! pod's log (at most [`MAX_LOG_BYTES`]); the running discovery Jobs cluster-wide (cache or
@@ -14,7 +15,8 @@
 //! [`CACHE_WAIT`], then the API server is asked. Errors are captured per item.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::fmt::Debug;
+use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -27,12 +29,14 @@ use kinfer_select::gpu::ClusterGpus;
 use kinfer_state::pipeline::Children;
 use kinfer_state::{CategorizeIn, CategorizedError, Direction, ErrorCategory, FetchResult, Reason};
 use kube::api::{ListParams, LogParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 
 use super::discovery::{self, Decision, JobSeen};
 use super::gpu::{self, GpuAvailability};
 use super::parse;
 use crate::context::Context;
+use crate::informers::{CacheSlot, Informers};
 use crate::runtime_config::resolve;
 
 /// The labels every discovery Job carries (`app.kubernetes.io/{name,component}`).
@@ -43,8 +47,7 @@ pub const DISCOVERY_SELECTOR: &str =
 /// is cut here and then fails to parse (an invalid-output attempt), never fills memory.
 pub const MAX_LOG_BYTES: i64 = 1024 * 1024;
 
-/// How long a reconcile waits for an informer cache's first list before asking the API server.
-pub const CACHE_WAIT: Duration = Duration::from_secs(5);
+pub use crate::informers::CACHE_WAIT;
 
 /// Container waiting reasons that mean the discovery pod will not start without a change (a
 /// fixed image, secret or config map): the attempt fails at once instead of holding a slot.
@@ -114,43 +117,70 @@ pub struct TemplateFacts<'a> {
     pub manager: &'a str,
 }
 
+/// `name` from `slot`'s informer cache, else (a miss, or no ready cache) from the API server.
+/// Templates are not triggered by their model's watch, so a miss is confirmed: a cache that has
+/// not caught up with a model created just before the template must not leave the template
+/// `ModelNotFound` (user-fixable: nothing would reconcile it again).
+async fn read_model<K>(
+    slot: &CacheSlot<K>,
+    api: Api<K>,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Option<K>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + 'static,
+{
+    match Informers::get(slot, namespace, name).await {
+        Some(Some(cached)) => Ok(Some(Arc::unwrap_or_clone(cached))),
+        _ => api.get_opt(name).await,
+    }
+}
+
+/// The template's model (namespace model first for namespace templates); see [`read_model`].
 async fn fetch_model(
+    ctx: &Context,
     client: &Client,
     namespace: Option<&str>,
     name: &str,
 ) -> FetchResult<ModelRef, CategorizedError> {
-    let up = |e: kube::Error| e.categorize_in(Direction::Upstream);
-    if let Some(ns) = namespace
-        && let Some(m) = Api::<AIMModel>::namespaced(client.clone(), ns)
-            .get_opt(name)
-            .await
-            .map_err(up)?
-    {
-        return Ok(Some(ModelRef {
-            reference: ResolvedReference {
-                kind: Some("AIMModel".into()),
-                name: Some(name.to_owned()),
-                namespace: Some(ns.to_owned()),
-                scope: Some(ResolutionScope::Namespace),
-                uid: m.uid(),
-            },
-            spec: m.spec,
-        }));
+    // A name no object can have is never put into a request path: the template's validation
+    // names the field.
+    if !kinfer_builders::naming::is_dns1123_subdomain(name) {
+        return Ok(None);
     }
-    Ok(Api::<AIMClusterModel>::all(client.clone())
-        .get_opt(name)
+    let up = |e: kube::Error| e.categorize_in(Direction::Upstream);
+    if let Some(ns) = namespace {
+        let api = Api::<AIMModel>::namespaced(client.clone(), ns);
+        let model = read_model(&ctx.informers.models, api, Some(ns), name)
+            .await
+            .map_err(up)?;
+        if let Some(m) = model {
+            return Ok(Some(ModelRef {
+                reference: ResolvedReference {
+                    kind: Some("AIMModel".into()),
+                    name: Some(name.to_owned()),
+                    namespace: Some(ns.to_owned()),
+                    scope: Some(ResolutionScope::Namespace),
+                    uid: m.uid(),
+                },
+                spec: m.spec,
+            }));
+        }
+    }
+    let api = Api::<AIMClusterModel>::all(client.clone());
+    let model = read_model(&ctx.informers.cluster_models, api, None, name)
         .await
-        .map_err(up)?
-        .map(|m| ModelRef {
-            reference: ResolvedReference {
-                kind: Some("AIMClusterModel".into()),
-                name: Some(name.to_owned()),
-                namespace: None,
-                scope: Some(ResolutionScope::Cluster),
-                uid: m.uid(),
-            },
-            spec: m.spec.0,
-        }))
+        .map_err(up)?;
+    Ok(model.map(|m| ModelRef {
+        reference: ResolvedReference {
+            kind: Some("AIMClusterModel".into()),
+            name: Some(name.to_owned()),
+            namespace: None,
+            scope: Some(ResolutionScope::Cluster),
+            uid: m.uid(),
+        },
+        spec: m.spec.0,
+    }))
 }
 
 async fn node_labels(
@@ -158,7 +188,7 @@ async fn node_labels(
     client: &Client,
 ) -> Result<Vec<BTreeMap<String, String>>, kube::Error> {
     if let Some(store) = &ctx.nodes
-        && cache_ready(store).await
+        && crate::informers::ready(store).await
     {
         return Ok(store.state().iter().map(|n| n.labels().clone()).collect());
     }
@@ -166,18 +196,6 @@ async fn node_labels(
         .list(&ListParams::default())
         .await?;
     Ok(nodes.items.iter().map(|n| n.labels().clone()).collect())
-}
-
-/// Whether `store` has its first list, waiting at most [`CACHE_WAIT`] (a cache whose watch
-/// cannot start must not hang every reconcile: the caller asks the API server instead).
-async fn cache_ready<K>(store: &kube::runtime::reflector::Store<K>) -> bool
-where
-    K: kube::Resource<DynamicType = ()> + Clone + 'static,
-{
-    matches!(
-        tokio::time::timeout(CACHE_WAIT, store.wait_until_ready()).await,
-        Ok(Ok(()))
-    )
 }
 
 /// Why a running discovery pod cannot start, from its container states (`None`: it may).
@@ -251,7 +269,7 @@ async fn discovery_jobs(
         (running, known)
     };
     if let Some(store) = &ctx.jobs
-        && cache_ready(store).await
+        && crate::informers::ready(store).await
     {
         let state = store.state();
         let jobs: Vec<&Job> = state.iter().map(AsRef::as_ref).collect();
@@ -359,9 +377,14 @@ pub async fn fetch(
     t: TemplateFacts<'_>,
     children: &Children,
 ) -> Fetched {
-    let runtime_config =
-        resolve::fetch(client, t.namespace, t.spec.runtime_config_name.as_deref()).await;
-    let model = fetch_model(client, t.namespace, &t.spec.model_name).await;
+    let runtime_config = resolve::read(
+        ctx,
+        client,
+        t.namespace,
+        t.spec.runtime_config_name.as_deref(),
+    )
+    .await;
+    let model = fetch_model(ctx, client, t.namespace, &t.spec.model_name).await;
     let hardware = t.spec.parameters.hardware.as_ref();
     let gpu = if hardware.and_then(|h| h.gpu.as_ref()).is_some() {
         node_labels(ctx, client)

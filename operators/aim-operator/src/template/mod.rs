@@ -52,7 +52,15 @@ use crate::scheme;
 
 /// AIMServiceTemplate and AIMClusterServiceTemplate, as the pipeline sees them.
 pub trait TemplateKind:
-    Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+    Resource<DynamicType = ()>
+    + kinfer_api::aim::Validate
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
 {
     /// The serving runtime kind it builds.
     type Runtime: Resource<DynamicType = (), Scope: ScopeKind>
@@ -311,6 +319,13 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
             runtime_exists,
             self.ctx.settings.discovery.max_active,
         );
+        // An invalid spec puts its violations on upstream components: nothing is planned.
+        let components = compose::with_fields(
+            components,
+            crate::service::validation::place(object, compose::placed),
+            &object.common().model_name,
+            object.meta().namespace.as_deref(),
+        );
         let mut state = state;
         if K::CACHES {
             let (name, ns) = (object.name_any(), object.namespace().unwrap_or_default());
@@ -397,7 +412,7 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
     ) {
         let (ok, reason, message) = compose::discovered_condition(&observation.state);
         conditions.set(
-            &ConditionType::Domain("Discovered".into()),
+            &ConditionType::Domain(compose::DISCOVERED.into()),
             ConditionStatus::from_bool(ok),
             &Reason::custom(reason),
             message,

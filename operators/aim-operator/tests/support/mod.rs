@@ -56,12 +56,7 @@ pub async fn start() -> Env {
 }
 
 pub async fn start_with(tune: impl FnOnce(&mut Settings)) -> Env {
-    controllers::install_crypto_provider();
-    let cluster = TestCluster::start_simulated().await.expect("cluster");
-    let mut crds = kinfer_api::aim::crds();
-    crds.extend(kinfer_api::third_party::crds());
-    crds.push(<gateway_api::httproutes::HttpRoute as kube::CustomResourceExt>::crd());
-    cluster.install_crds(&crds).expect("crds");
+    let cluster = world::cluster().await;
     let client = cluster.client().expect("client");
     for ns in [NS, SYSTEM_NS] {
         let n = Namespace {
@@ -317,3 +312,4 @@ pub fn condition<'a>(
 #[allow(unused_imports)] // not every test binary pushes images
 pub use kinfer_oci::test_support::{images, registry};
 pub mod serving;
+pub mod world;

@@ -60,10 +60,11 @@ pub fn label_scheme() -> LabelScheme {
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     /// The object's name or namespace is not usable for children.
-    #[error("name: {0}")]
+    #[error("metadata.name: {0}")]
     Name(#[source] NameError),
-    /// The EPP flags annotation does not parse.
-    #[error("annotation {EPP_FLAGS_ANNOTATION}: {0}")]
+    /// The EPP flags annotation does not parse. The message names the field as a path
+    /// (`metadata.annotations[<key>]`), as spec violations name theirs.
+    #[error("metadata.annotations[{EPP_FLAGS_ANNOTATION}]: {0}")]
     EppFlags(#[source] ParseFlagError),
     /// An engine env variable cannot be expressed for this Kubernetes version.
     #[error("spec.engine.env {name}: {reason}")]

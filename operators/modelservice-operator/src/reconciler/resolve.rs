@@ -230,7 +230,13 @@ fn role_input(
                 .clone()
                 .filter(|i| !i.is_empty())
                 .unwrap_or_else(|| config.engine_image.clone()),
-            image_pull_policy: spec.engine.image_pull_policy.clone(),
+            // "" is unset (the API server would default it, and every apply would then
+            // differ from what is stored).
+            image_pull_policy: spec
+                .engine
+                .image_pull_policy
+                .clone()
+                .filter(|p| !p.is_empty()),
             args: spec
                 .engine
                 .args
@@ -305,4 +311,60 @@ pub fn wants_cluster_rbac(config: &OperatorConfig, ms: &ModelService) -> bool {
         })
     });
     super::fetch::cluster_rbac_name(ms).is_some() && !conflict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model_service(engine: &serde_json::Value, annotations: &serde_json::Value) -> ModelService {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "model.otterscale.io/v1alpha1",
+            "kind": "ModelService",
+            "metadata": {"name": "ms", "namespace": "team-a", "annotations": annotations},
+            "spec": {
+                "model": {"name": "m", "image": "registry.example.com/m:v1"},
+                "engine": engine,
+                "accelerator": {"type": "nvidia"},
+                "decode": {"replicas": 1}
+            }
+        }))
+        .unwrap()
+    }
+
+    /// `imagePullPolicy: ""` is unset: sent as "" the API server would default it, and every
+    /// apply would differ from what is stored (found by the bad-input suite).
+    #[test]
+    fn an_empty_pull_policy_is_left_to_the_api_server() {
+        let config = OperatorConfig::default();
+        let crds = OptionalCrds::all();
+        let empty = model_service(
+            &serde_json::json!({"imagePullPolicy": ""}),
+            &serde_json::json!({}),
+        );
+        let r = resolve(&empty, &config, crds).unwrap();
+        assert_eq!(r.decode.engine.image_pull_policy, None);
+        let set = model_service(
+            &serde_json::json!({"imagePullPolicy": "Always"}),
+            &serde_json::json!({}),
+        );
+        let r = resolve(&set, &config, crds).unwrap();
+        assert_eq!(r.decode.engine.image_pull_policy.as_deref(), Some("Always"));
+    }
+
+    /// A malformed EPP flags annotation fails with the annotation's field path, as spec
+    /// violations name theirs (the status message must say which field to fix).
+    #[test]
+    fn a_malformed_epp_flags_annotation_names_its_field_path() {
+        let ms = model_service(
+            &serde_json::json!({}),
+            &serde_json::json!({EPP_FLAGS_ANNOTATION: "--v=2\nnovalue"}),
+        );
+        let e = resolve(&ms, &OperatorConfig::default(), OptionalCrds::all()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("metadata.annotations[model.otterscale.io/epp-flags]: "),
+            "{e}"
+        );
+    }
 }

@@ -36,6 +36,9 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub mod owned;
+pub mod real_server;
+
 /// The upstream sample shares its name and namespace with a derived one; it is created here.
 pub const UPSTREAM_SAMPLE_NS: &str = "upstream-sample";
 
@@ -150,6 +153,22 @@ impl Harness {
         self.stop = stop;
     }
 
+    /// Whether the operator's controller task is still running (a panic would have ended it).
+    pub fn operator_alive(&self) -> bool {
+        self.task.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Kills the operator where it stands, in-flight reconciles included (no graceful
+    /// shutdown): a crash or an OOM kill. [`Harness::run`] starts it again.
+    pub fn kill(&mut self) {
+        for task in [self.task.take(), self.watcher.take()]
+            .into_iter()
+            .flatten()
+        {
+            task.abort();
+        }
+    }
+
     /// Stops the operator (in-flight reconciles finish).
     pub async fn halt(&mut self) {
         self.stop.send_replace(true);
@@ -251,18 +270,23 @@ impl Harness {
             .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned))
     }
 
-    /// Waits (bounded by [`TIMEOUT`], polling in-process every 20 ms: no request) until `cond`.
+    /// Waits (bounded by [`TIMEOUT`], polling in-process: no request) until `cond`.
     pub async fn eventually(&self, what: &str, cond: impl Fn(&Self) -> bool) {
-        let polled = tokio::time::timeout(TIMEOUT, async {
-            while !cond(self) {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        assert!(
-            polled.is_ok(),
-            "timed out ({TIMEOUT:?}) waiting until {what}"
-        );
+        kinfer_testkit::wait::holds(what, TIMEOUT, || cond(self)).await;
+    }
+}
+
+impl Harness {
+    /// Polls the stored objects in-process (no request, so fault injection and counters see
+    /// none of it) until `check` is Ok, at most `bound`; the panic message has the last reason
+    /// it was not.
+    pub async fn until(
+        &self,
+        what: &str,
+        bound: Duration,
+        check: impl Fn(&Self) -> Result<(), String>,
+    ) {
+        kinfer_testkit::wait::until(what, bound, || check(self)).await;
     }
 }
 

@@ -95,3 +95,88 @@ fn cluster_kinds_share_the_namespaced_spec_schema() {
         spec_schema(AIMClusterRuntimeConfig::crd())
     );
 }
+
+#[test]
+fn references_by_name_must_be_object_names_and_values_are_cut_in_messages() {
+    let long = "x".repeat(100_000);
+    let service = service(json!({
+        "apiVersion": "aim.eai.amd.com/v1alpha1",
+        "kind": "AIMService",
+        "metadata": {"name": "s"},
+        "spec": {
+            "model": {"name": "$(rm -rf /)"},
+            "template": {"name": long},
+            "runtimeConfigName": "../secrets",
+        },
+    }));
+    let errors = service.validate().err().unwrap_or_default();
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "spec.model.name",
+            "spec.template.name",
+            "spec.runtimeConfigName"
+        ]
+    );
+    assert!(
+        errors.0[0]
+            .message
+            .starts_with(r#""$(rm -rf /)" is not a valid object name"#),
+        "{}",
+        errors.0[0].message
+    );
+    let cut = &errors.0[1].message;
+    assert!(cut.len() < 300, "the value is cut: {} bytes", cut.len());
+    assert!(cut.contains("… (100000 characters)"), "{cut}");
+
+    // Empty means unset for the template and the runtime config, not for the model.
+    let service_with = |spec: serde_json::Value| {
+        super::service(
+            json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMService",
+                              "metadata": {"name": "s"}, "spec": spec}),
+        )
+    };
+    let valid = service_with(
+        json!({"model": {"name": "qwen3.v1"}, "template": {"name": ""},
+                                    "runtimeConfigName": ""}),
+    );
+    assert_eq!(valid.validate(), Ok(()));
+    let empty_model = service_with(json!({"model": {"name": ""}}));
+    let errors = empty_model.validate().err().unwrap_or_default();
+    assert_eq!(
+        errors.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(),
+        ["spec.model.name"]
+    );
+
+    let template: AIMServiceTemplate = serde_json::from_value(json!({
+        "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
+        "metadata": {"name": "t", "namespace": "n"},
+        "spec": {"modelName": "Qwen/Qwen3", "runtimeConfigName": "a_b"},
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let errors = template.validate().err().unwrap_or_default();
+    assert_eq!(
+        errors.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(),
+        ["spec.modelName", "spec.runtimeConfigName"]
+    );
+    let model: AIMModel = serde_json::from_value(json!({
+        "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMModel",
+        "metadata": {"name": "m"}, "spec": {"image": "i", "runtimeConfigName": "A"},
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let errors = model.validate().err().unwrap_or_default();
+    assert_eq!(
+        errors.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(),
+        ["spec.runtimeConfigName"]
+    );
+}
+
+#[test]
+fn shown_quotes_escapes_and_cuts() {
+    assert_eq!(shown("a\"b"), r#""a\"b""#);
+    assert_eq!(shown("\u{202e}x"), r#""\u{202e}x""#);
+    let s = shown(&"é".repeat(70));
+    assert!(s.ends_with("… (70 characters)"), "{s}");
+    assert_eq!(s.matches('é').count(), 64);
+}

@@ -97,7 +97,7 @@ fn route(ms: &mut ModelService) -> &mut HttpRouteSpec {
 
 /// A name, a change to the base spec, and the field paths expected: of the errors in
 /// [`CASES`], of the warnings in [`ACCEPTED`].
-type Case = (&'static str, fn(&mut ModelService), &'static [&'static str]);
+pub(super) type Case = (&'static str, fn(&mut ModelService), &'static [&'static str]);
 
 const CASES: &[Case] = &[
     (
@@ -461,11 +461,11 @@ fn the_base_spec_is_valid() {
     assert_eq!(warning_paths(&base()), Vec::<String>::new());
 }
 
-/// Every row is checked and every mismatch reported, not just the first.
-#[test]
-fn each_rule_rejects_with_its_field_path() {
+/// Checks every row of an error table (each case rejected with exactly its paths) and reports
+/// every mismatch, not just the first.
+pub(super) fn assert_rejected(cases: &[Case]) {
     let mut mismatches = Vec::new();
-    for (name, mutate, expected) in CASES {
+    for (name, mutate, expected) in cases {
         let mut ms = base();
         mutate(&mut ms);
         let errors = error_paths(&ms);
@@ -476,10 +476,10 @@ fn each_rule_rejects_with_its_field_path() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
-#[test]
-fn accepted_variants_with_their_warnings() {
+/// Checks every row of an accepted table (no error, exactly the warnings' paths).
+pub(super) fn assert_accepted(cases: &[Case]) {
     let mut mismatches = Vec::new();
-    for (name, mutate, expected) in ACCEPTED {
+    for (name, mutate, expected) in cases {
         let mut ms = base();
         mutate(&mut ms);
         let (errors, warnings) = (error_paths(&ms), warning_paths(&ms));
@@ -490,6 +490,16 @@ fn accepted_variants_with_their_warnings() {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn each_rule_rejects_with_its_field_path() {
+    assert_rejected(CASES);
+}
+
+#[test]
+fn accepted_variants_with_their_warnings() {
+    assert_accepted(ACCEPTED);
 }
 
 #[test]

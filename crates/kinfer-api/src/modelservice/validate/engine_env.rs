@@ -47,6 +47,14 @@ pub(super) fn env_rules(
         if var.name.is_empty() {
             continue;
         }
+        // Kubernetes 1.32 (RelaxedEnvironmentVariableValidation, on by default) accepts any
+        // printable ASCII except '=' in a container env name, and refuses the pod otherwise.
+        if var.name.contains('=') || !var.name.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+            found.errors.push(
+                format!("{item}.name"),
+                "must be printable ASCII characters other than '='",
+            );
+        }
         // Each role's vLLM container gets the generated variables followed by engine.env
         // (NOTES.md section a, Engine.Env). Kubernetes accepts a repeated name (with an API
         // warning) and the last value wins, which is how upstream lets users override the
