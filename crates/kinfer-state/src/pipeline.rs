@@ -461,6 +461,15 @@ pub trait Pipeline: Send + Sync + 'static {
         async { Ok(()) }
     }
 
+    /// The labels of `object` its children inherit ([`crate::labels::propagate`]: those under
+    /// the scheme's domain always, user labels by the runtime config's rules). Default: all of
+    /// them. A pipeline leaves out labels that name one of several users of a shared object,
+    /// which would freeze on children created once (a Job, a claim) with whichever user
+    /// happened to reconcile first.
+    fn inherited_labels(&self, object: &Self::Object) -> BTreeMap<String, String> {
+        object.meta().labels.clone().unwrap_or_default()
+    }
+
     /// Whether a live object that has one of our children's names but is not ours (no
     /// controller reference to the parent, no labels of ours) may be taken over, e.g. because
     /// it carries the upstream operator's labels. Default: never; the apply is refused with

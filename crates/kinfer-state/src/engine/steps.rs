@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use kube::Resource;
 use kube::runtime::controller::Action;
-use kube::{Resource, ResourceExt};
 
 use super::finalize::{self, Release};
 use super::{Engine, Report};
@@ -14,14 +14,14 @@ use crate::category::{CategorizedError, Direction, ErrorCategory};
 use crate::pipeline::{ObjectKey, Pipeline};
 
 impl<P: Pipeline> Engine<P> {
-    fn parent_of(obj: &P::Object, key: &ObjectKey) -> ParentRef {
+    fn parent_of(&self, obj: &P::Object, key: &ObjectKey) -> ParentRef {
         ParentRef {
             api_version: P::Object::api_version(&()).into_owned(),
             kind: P::Object::kind(&()).into_owned(),
             name: key.name.clone(),
             namespace: key.namespace.clone(),
             uid: obj.meta().uid.clone().unwrap_or_default(),
-            labels: obj.labels().clone(),
+            labels: self.pipeline.inherited_labels(obj),
         }
     }
 
@@ -34,7 +34,7 @@ impl<P: Pipeline> Engine<P> {
         if obj.meta().deletion_timestamp.is_some() {
             return self.finalize(obj, key, reread).await;
         }
-        let parent = Self::parent_of(obj, key);
+        let parent = self.parent_of(obj, key);
         let mut errors: Vec<CategorizedError> = Vec::new();
         let mut finalizers_written = 0;
         let mut finalizer_missing = false;

@@ -10,7 +10,10 @@
 //!
 //! Jobs are immutable: each Job is created once (a changed spec reaches the next Job, after
 //! the finished one's TTL removed it, or after a user deleted it to retry at once) and never
-//! pruned; the claim is created once and never resized. A permanent failure (auth, not found,
+//! pruned; the claim is created once and never resized. So they inherit the artifact's labels
+//! (NOTES row 25) except, on a shared artifact, its creator's
+//! ([`crate::cache::compose::CREATOR_LABELS`]), which a takeover by another cache may change
+//! after they were created ([`ArtifactPipeline::inherited_labels`]). A permanent failure (auth, not found,
 //! storage full, ...) is recorded in its condition with the failed Job's fingerprint and not
 //! retried until the spec changes; Infrastructure failures are retried by deleting the failed
 //! Job on the bounded schedule of [`retry`] (30 s doubling to 5 min), not after its TTL, the
@@ -33,6 +36,7 @@ mod download;
 pub mod fetch;
 pub mod retry;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
@@ -247,6 +251,22 @@ impl Pipeline for ArtifactPipeline {
             ChildKind::of::<Role>(),
             ChildKind::of::<RoleBinding>(),
         ]
+    }
+
+    /// A shared artifact (no controller owner) keeps its creator's labels
+    /// ([`crate::cache::compose::CREATOR_LABELS`]) to itself: a takeover by another cache
+    /// changes them, and its claim and Jobs, created once, would keep whichever cache
+    /// reconciled first. Its other labels, and all of a Dedicated artifact's, are inherited.
+    fn inherited_labels(&self, object: &AIMArtifact) -> BTreeMap<String, String> {
+        let mut labels = object.labels().clone();
+        if !object
+            .owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true))
+        {
+            labels.retain(|k, _| !crate::cache::compose::CREATOR_LABELS.contains(&k.as_str()));
+        }
+        labels
     }
 
     async fn fetch(&self, client: &Client, object: &AIMArtifact, children: &Children) -> Fetched {

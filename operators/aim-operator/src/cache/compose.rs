@@ -47,6 +47,17 @@ pub const TEMPLATE: &str = "Template";
 /// `aim.eai.amd.com/template-cache.name` (upstream's key): the cache that created an artifact.
 pub const CREATOR_LABEL: &str = scheme::labels::TEMPLATE_CACHE_NAME;
 
+/// The labels a created artifact gets from its creator: the cache and its template. On a
+/// shared artifact they name one of its users (the one kept by the takeover rule of
+/// [`artifacts`]), so its children do not inherit them
+/// ([`crate::artifact::ArtifactPipeline`]).
+pub const CREATOR_LABELS: [&str; 4] = [
+    scheme::labels::TEMPLATE_NAME,
+    scheme::labels::TEMPLATE_SCOPE,
+    scheme::labels::TEMPLATE_INDEX,
+    CREATOR_LABEL,
+];
+
 /// One source's artifact.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceArtifact {

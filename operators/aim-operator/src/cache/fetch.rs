@@ -4,10 +4,12 @@
 //! Contract: reads only, each item's error captured. The template is looked up by
 //! `spec.templateScope` (Namespace: the AIMServiceTemplate; Cluster: the
 //! AIMClusterServiceTemplate; unset: namespace first, then cluster). Every AIMArtifact of the
-//! namespace is read, from the API server: a shared cache reuses artifacts it did not create,
-//! and creates the ones it lacks under its own creator label, so a lagging cache read would
-//! relabel another cache's new artifact. The runtime config and template come from the
-//! informer caches when the controllers run ([`crate::informers`]), else from the API server.
+//! namespace is read: a shared cache reuses artifacts it did not create. Both come from the
+//! informer caches when the controllers run ([`crate::informers`]; the decisions made from
+//! them are idempotent applies), else from the API server. A lagging read may apply again an
+//! artifact another cache created a moment ago, under this cache's creator label: the
+//! takeover rule of [`super::compose::artifacts`] brings the label back to the cache sorting
+//! first, and the artifact's children never carry it ([`crate::artifact`]).
 
 use kinfer_api::aim::common::{AIMModelSource, TemplateScope};
 use kinfer_api::aim::{
@@ -154,15 +156,10 @@ pub async fn fetch(ctx: &Context, client: &Client, cache: &AIMTemplateCache) -> 
             None
         }
     };
-    // From the API server, not the informer: a shared cache creates the artifact it lacks
-    // under its own creator label, and an artifact another cache created a moment ago but
-    // the informer does not hold yet would be applied again with this cache's label (the
-    // creator flips; found by `kinfer render` printing two different outputs).
     let artifacts = async {
-        Api::<AIMArtifact>::namespaced(client.clone(), &ns)
-            .list(&kube::api::ListParams::default())
+        let api = Api::<AIMArtifact>::namespaced(client.clone(), &ns);
+        Informers::list(&ctx.informers.artifacts, api, Some(&ns))
             .await
-            .map(|l| l.items)
             .map_err(|e| e.categorize_in(Direction::Downstream))
     };
     let (runtime_config, template, artifacts) = futures::join!(
