@@ -15,7 +15,7 @@ mod support;
 
 use std::time::Duration;
 
-use kinfer_testkit::hostile::{self, Rng};
+use kinfer_testkit::hostile::{self, Case, Outcomes, Rng};
 use serde_json::{Value, json};
 use support::{Zerfoo, spec};
 
@@ -69,89 +69,35 @@ fn hostile_spec(rng: &mut Rng) -> Value {
     s
 }
 
-/// Why a stored object is acceptable as it stands: Ready, or refused with a named field.
-fn settled(o: &Value) -> Result<(), String> {
-    let generation = o["metadata"]["generation"].as_i64();
-    if o["status"]["observedGeneration"].as_i64() != generation {
-        return Err(format!(
-            "status not at generation {generation:?}: {}",
-            o["status"]
-        ));
-    }
-    if o["status"]["ready"] == true {
-        return Ok(());
-    }
-    let names_a_field = o["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c["type"] == "ConfigValid"
-                && c["status"] == "False"
-                && c["message"].as_str().is_some_and(|m| m.contains("spec."))
-        });
-    if names_a_field {
-        Ok(())
-    } else {
-        Err(format!(
-            "neither Ready nor ConfigValid=False naming a spec field: {}",
-            o["status"]
-        ))
-    }
-}
+/// A service is settled Ready, or with `ConfigValid` `False` naming a `spec.` field.
+const OUTCOMES: Outcomes = Outcomes {
+    working: |o| o["status"]["ready"] == true,
+    failed: |_| true,
+    condition: Some("ConfigValid"),
+    fields: &["spec."],
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_specs_never_panic_fail_with_a_field_and_spare_their_neighbours() {
-    let seed = hostile::seed();
-    let count = if std::env::var_os("KINFER_FULL_MATRIX").is_some_and(|v| v == "1") {
-        400
-    } else {
-        40
-    };
-    let mut rng = Rng(seed);
     let mut z = Zerfoo::start().await;
     z.run_operator();
     let neighbours: Vec<String> = (0..3).map(|i| format!("good-{i}")).collect();
     z.create(&neighbours[0], &spec()).expect("valid neighbour");
-    let mut stored = Vec::new();
-    let mut refused = 0;
-    for i in 0..count {
-        let name = hostile::name(&mut rng, i);
-        let s = hostile_spec(&mut rng);
-        match z.create(&name, &s) {
-            Ok(_) => stored.push((name, s)),
-            Err(kinfer_testkit::Error::Api(e)) => {
-                assert!(
-                    (400..500).contains(&e.code),
-                    "seed {seed}: {name} refused with {e}: {s}"
-                );
-                refused += 1;
-                if std::env::var_os("KINFER_BAD_INPUT_VERBOSE").is_some() {
-                    eprintln!("refused {}: {}", name.len(), e.message);
-                }
-            }
-            Err(e) => panic!("seed {seed}: {name}: {e}"),
-        }
-    }
+    let fed = hostile::feed(
+        |rng, i| Case {
+            name: hostile::name(rng, i),
+            body: hostile_spec(rng),
+        },
+        |case| z.create(&case.name, &case.body),
+    );
+    let seed = fed.seed;
     z.create(&neighbours[1], &spec()).expect("valid neighbour");
     z.create(&neighbours[2], &spec()).expect("valid neighbour");
-    eprintln!(
-        "seed {seed}: {} stored, {refused} refused by the server",
-        stored.len()
-    );
-    assert!(
-        !stored.is_empty(),
-        "seed {seed}: nothing reached the operator"
-    );
 
     let timeout = Duration::from_mins(2);
     z.wait_until("every hostile object processed", timeout, |z| {
         z.converged_some(&neighbours)?;
-        for (name, s) in &stored {
-            let o = z.service(name).ok_or_else(|| format!("{name} vanished"))?;
-            settled(&o).map_err(|e| format!("seed {seed}: {name}: {e}; spec {s}"))?;
-        }
-        Ok(())
+        fed.settled(&OUTCOMES, |case| z.service(&case.name))
     })
     .await;
     assert!(

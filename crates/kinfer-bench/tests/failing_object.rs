@@ -30,7 +30,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use kinfer_state::{BackoffPolicy, EngineConfig};
-use kinfer_testkit::Fault;
+use kinfer_testkit::{Fault, wait};
 use support::{Zerfoo, spec};
 use zerfoo_operator::reconciler::label_scheme;
 
@@ -44,8 +44,6 @@ const SCALED: BackoffPolicy = BackoffPolicy {
 };
 /// Retries observed at the cap.
 const AT_CAP: usize = 3;
-/// Poll interval of the failure counter; the gap checks allow two of it for sampling.
-const POLL: Duration = Duration::from_millis(20);
 
 /// Requests so far whose (verb, resource, code) `keep` accepts.
 fn count(z: &Zerfoo, keep: impl Fn(&str, &str, u16) -> bool) -> u64 {
@@ -116,8 +114,8 @@ async fn a_permanently_failing_object_backs_off_to_the_cap_and_costs_under_005_r
     let statuses_before = status_writes(&z);
     let mut seen = failed_applies(&z);
     let mut failures: Vec<Failure> = Vec::new();
-    let deadline = Instant::now() + Duration::from_mins(1);
-    loop {
+    // Sampled at every check of `wait::until` (each `wait::INTERVAL`); the gap checks allow two.
+    wait::until("retries at the cap", Duration::from_mins(1), || {
         let now = failed_applies(&z);
         let requests = requests(&z);
         // Two failures within one poll are two attempts (the second an echo, gap 0).
@@ -131,21 +129,19 @@ async fn a_permanently_failing_object_backs_off_to_the_cap_and_costs_under_005_r
         seen = seen.max(now);
         let at_cap = failures.iter().filter(|f| f.n >= first_at_cap).count();
         if at_cap > AT_CAP {
-            break;
+            Ok(())
+        } else {
+            Err(format!("only {at_cap} retries at the cap: {failures:?}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "only {at_cap} retries at the cap within 60 s: {failures:?}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
+    })
+    .await;
     let statuses = status_writes(&z) - statuses_before;
     z.cluster.faults().clear();
     assert!(z.operator_alive(), "the operator died");
 
     // The schedule: the gap after failure n lasts at least its delay (less two polls of
     // sampling error), unless the object's own status write triggered it (an echo).
-    let slack = 2.0 * POLL.as_secs_f64();
+    let slack = 2.0 * wait::INTERVAL.as_secs_f64();
     let gaps: Vec<(u32, f64)> = failures
         .windows(2)
         .map(|w| (w[0].n, w[1].at.duration_since(w[0].at).as_secs_f64()))

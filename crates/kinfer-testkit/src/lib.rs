@@ -128,6 +128,7 @@ pub mod gc;
 pub mod hostile;
 pub mod matrix;
 pub mod names;
+pub mod operator;
 pub mod patch;
 pub mod read;
 pub mod resources;

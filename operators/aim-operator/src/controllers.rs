@@ -563,6 +563,7 @@ impl Operator {
 }
 
 mod catalog;
+mod coalesce;
 mod dependents;
 mod gpu;
 mod shared;

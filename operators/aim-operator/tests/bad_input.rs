@@ -29,10 +29,10 @@ mod support;
 
 use std::time::Duration;
 
-use kinfer_testkit::hostile::{self, Rng};
+use kinfer_testkit::hostile::{self, Case, Outcomes, Rng};
 use serde_json::{Value, json};
 use support::NS;
-use support::world::{AIM, IMAGE, MODEL, World, aim_object, at_generation, service_spec};
+use support::world::{AIM, IMAGE, MODEL, World, aim_object, service_spec};
 
 /// A hostile image reference: malformed in one way or another, or the catalog's own image.
 fn image(rng: &mut Rng) -> Value {
@@ -187,9 +187,9 @@ fn hostile_model(rng: &mut Rng) -> Value {
 }
 
 /// Object `i`: mostly services, every eighth a template, runtime config or model.
-fn hostile_object(rng: &mut Rng, i: usize) -> Value {
+fn hostile_object(rng: &mut Rng, i: usize) -> Case {
     let name = hostile::name(rng, i);
-    match i % 8 {
+    let body = match i % 8 {
         5 => aim_object("AIMServiceTemplate", &name, Some(NS), hostile_template(rng)),
         6 => aim_object(
             "AIMRuntimeConfig",
@@ -199,143 +199,58 @@ fn hostile_object(rng: &mut Rng, i: usize) -> Value {
         ),
         7 => aim_object("AIMModel", &name, Some(NS), hostile_model(rng)),
         _ => aim_object("AIMService", &name, Some(NS), hostile_service(rng)),
-    }
-}
-
-/// Why a stored object is acceptable as it stands: processed at its generation, and either
-/// working or in a failed state with a condition naming the offending `spec.` field.
-fn settled(o: &Value) -> Result<(), String> {
-    if !at_generation(o) {
-        return Err(format!("status not at its generation: {}", o["status"]));
-    }
-    let conditions: Vec<&Value> = o["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .collect();
-    let state = o["status"]["status"].as_str();
-    let working = match state {
-        Some(s) => matches!(s, "Running" | "Ready"),
-        None => conditions
-            .iter()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True"),
     };
-    if working {
-        return Ok(());
-    }
-    let failed = state.is_none_or(|s| matches!(s, "Failed" | "Degraded" | "NotAvailable"));
-    let names_a_field = conditions.iter().any(|c| {
-        c["status"] == "False" && c["message"].as_str().is_some_and(|m| m.contains("spec."))
-    });
-    if failed && names_a_field {
-        Ok(())
-    } else {
-        Err(format!(
-            "neither working nor failed with a condition naming a spec field: {}",
-            o["status"]
-        ))
-    }
+    Case { name, body }
 }
 
-/// `v` with every string longer than 80 characters cut (the failure messages stay readable).
-fn short(v: &Value) -> Value {
-    match v {
-        Value::String(s) if s.chars().count() > 80 => {
-            let head: String = s.chars().take(40).collect();
-            json!(format!("{head}…({} chars)", s.chars().count()))
-        }
-        Value::Array(a) => Value::Array(a.iter().map(short).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), short(v))).collect()),
-        other => other.clone(),
-    }
-}
+/// An AIM object is settled working (`Running` / `Ready`; a kind without a phase: a `Ready`
+/// condition `True`), or failed (`Failed` / `Degraded` / `NotAvailable`; a kind without a
+/// phase: any state) with a `False` condition naming a `spec.` field.
+const OUTCOMES: Outcomes = Outcomes {
+    working: |o| match o["status"]["status"].as_str() {
+        Some(s) => matches!(s, "Running" | "Ready"),
+        None => o["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True"),
+    },
+    failed: |o| {
+        o["status"]["status"]
+            .as_str()
+            .is_none_or(|s| matches!(s, "Failed" | "Degraded" | "NotAvailable"))
+    },
+    condition: None,
+    fields: &["spec."],
+};
 
-fn find(w: &World, o: &Value) -> Option<std::sync::Arc<Value>> {
-    let plural = support::world::plural(o["kind"].as_str().unwrap_or_default());
+/// The stored object of `case`, read in-process.
+fn find(w: &World, case: &Case) -> Option<std::sync::Arc<Value>> {
+    let plural = support::world::plural(case.body["kind"].as_str().unwrap_or_default());
     w.objects(AIM, &plural)
         .into_iter()
-        .find(|x| x["metadata"]["name"] == o["metadata"]["name"])
+        .find(|x| x["metadata"]["name"] == case.name.as_str())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_specs_never_panic_fail_with_a_field_and_spare_their_neighbours() {
-    let seed = hostile::seed();
-    let count = if std::env::var_os("KINFER_FULL_MATRIX").is_some_and(|v| v == "1") {
-        400
-    } else {
-        40
-    };
-    let mut rng = Rng(seed);
     let mut w = World::start().await;
     w.run_operator().await;
     let neighbours: Vec<String> = (0..3).map(|i| format!("good-{i}")).collect();
     w.service(&neighbours[0], &service_spec("Shared"))
         .expect("valid neighbour");
-    let mut stored = Vec::new();
-    let mut refused = 0;
-    for i in 0..count {
-        let o = hostile_object(&mut rng, i);
-        let name = o["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        match w.create(&o) {
-            Ok(_) => stored.push(o),
-            Err(kinfer_testkit::Error::Api(e)) => {
-                assert!(
-                    (400..500).contains(&e.code) && !e.message.is_empty(),
-                    "seed {seed}: {name} refused with {e}: {}",
-                    short(&o)
-                );
-                refused += 1;
-                if std::env::var_os("KINFER_BAD_INPUT_VERBOSE").is_some() {
-                    eprintln!("refused {name}: {}", short(&json!(e.message)));
-                }
-            }
-            Err(e) => panic!("seed {seed}: {name}: {e}: {}", short(&o)),
-        }
-    }
+    let fed = hostile::feed(hostile_object, |case| w.create(&case.body));
+    let seed = fed.seed;
     w.service(&neighbours[1], &service_spec("Dedicated"))
         .expect("valid neighbour");
     w.service(&neighbours[2], &service_spec("Shared"))
         .expect("valid neighbour");
-    eprintln!(
-        "seed {seed}: {} stored, {refused} refused by the server",
-        stored.len()
-    );
-    assert!(
-        !stored.is_empty(),
-        "seed {seed}: nothing reached the operator"
-    );
 
     let timeout = Duration::from_mins(3);
     w.wait_until("every hostile object processed", timeout, |w| {
         w.catalog_ready()?;
         w.running(&neighbours)?;
-        let unsettled: Vec<String> = stored
-            .iter()
-            .filter_map(|o| {
-                let name = &o["metadata"]["name"];
-                let problem = match find(w, o) {
-                    None => "vanished".to_owned(),
-                    Some(live) => settled(&live).err()?,
-                };
-                Some(format!(
-                    "{} {name}: {problem}; spec {}",
-                    o["kind"],
-                    short(&o["spec"])
-                ))
-            })
-            .collect();
-        if unsettled.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "seed {seed}: {} unsettled:\n{}",
-                unsettled.len(),
-                unsettled.join("\n")
-            ))
-        }
+        fed.settled(&OUTCOMES, |case| find(w, case))
     })
     .await;
     let selections = w.selections();

@@ -31,7 +31,7 @@ use common::owned::{self, controllers};
 use common::real_server::pod_template_errors;
 use common::{Harness, minimal};
 use kinfer_api::modelservice::ModelService;
-use kinfer_testkit::hostile::{self, Rng};
+use kinfer_testkit::hostile::{self, Case, Outcomes, Rng, short};
 use modelservice_operator::reconciler::{build, resolve};
 use modelservice_operator::{OperatorConfig, OptionalCrds};
 use serde_json::{Value, json};
@@ -271,55 +271,14 @@ fn hostile_object(rng: &mut Rng, name: &str) -> Value {
     o
 }
 
-/// A 4xx that says why: a 422 with a field per cause (schema, names, labels), or a 400 with a
-/// message (a value of the wrong JSON type).
-fn refusal_names_its_cause(e: &kinfer_testkit::ApiError) -> bool {
-    match e.code {
-        422 => e.details.as_ref().is_some_and(|d| {
-            d["causes"].as_array().is_some_and(|causes| {
-                !causes.is_empty()
-                    && causes
-                        .iter()
-                        .all(|c| c["field"].as_str().is_some_and(|f| !f.is_empty()))
-            })
-        }),
-        400 => !e.message.is_empty(),
-        _ => false,
-    }
-}
-
-/// Why a stored object is acceptable as it stands: Ready, or ConfigValid False naming a field.
-fn settled(o: &Value) -> Result<bool, String> {
-    let generation = o["metadata"]["generation"].as_i64();
-    if o["status"]["observedGeneration"].as_i64() != generation {
-        return Err(format!(
-            "status not at generation {generation:?}: {}",
-            o["status"]
-        ));
-    }
-    if o["status"]["phase"] == "Ready" {
-        return Ok(true);
-    }
-    let names_a_field = o["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c["type"] == "ConfigValid"
-                && c["status"] == "False"
-                && c["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("spec.") || m.contains("metadata.annotations["))
-        });
-    if names_a_field {
-        Ok(false)
-    } else {
-        Err(format!(
-            "neither Ready nor ConfigValid=False naming a field: {}",
-            o["status"]
-        ))
-    }
-}
+/// A ModelService is settled Ready, or with `ConfigValid` `False` naming the field
+/// (`spec.…`, or `metadata.annotations[…]` for the operator's annotation).
+const OUTCOMES: Outcomes = Outcomes {
+    working: |o| o["status"]["phase"] == "Ready",
+    failed: |_| true,
+    condition: Some("ConfigValid"),
+    fields: &["spec.", "metadata.annotations["],
+};
 
 /// Problems of the Deployments `uid` owns, as a real API server would see them.
 fn children_errors(h: &Harness, uid: &str) -> Vec<String> {
@@ -399,13 +358,6 @@ fn count_panics() -> Arc<AtomicUsize> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_model_services_never_panic_fail_with_a_field_and_spare_their_neighbours() {
     let panics = count_panics();
-    let seed = hostile::seed();
-    let count = if std::env::var_os("KINFER_FULL_MATRIX").is_some_and(|v| v == "1") {
-        400
-    } else {
-        40
-    };
-    let mut rng = Rng(seed);
     let h = Harness::start().await;
     let neighbours: Vec<String> = (0..3).map(|i| format!("good-{i}")).collect();
     let create = |o: Value| {
@@ -413,55 +365,33 @@ async fn hostile_model_services_never_panic_fail_with_a_field_and_spare_their_ne
             .create_object("model.otterscale.io/v1alpha1", PLURAL, NS, o)
     };
     create(minimal(&neighbours[0], NS)).expect("valid neighbour");
-    let mut kept = Vec::new();
-    let mut refused = 0;
-    for i in 0..count {
-        let name = hostile::name(&mut rng, i);
-        let o = hostile_object(&mut rng, &name);
-        match create(o.clone()) {
-            Ok(_) => kept.push((name, o)),
-            Err(kinfer_testkit::Error::Api(e)) => {
-                assert!(
-                    refusal_names_its_cause(&e),
-                    "seed {seed}: {name} refused with {e} ({:?}): {o}",
-                    e.details
-                );
-                refused += 1;
-                if std::env::var_os("KINFER_BAD_INPUT_VERBOSE").is_some() {
-                    eprintln!(
-                        "refused {name}: {}",
-                        e.message.chars().take(300).collect::<String>()
-                    );
-                }
-            }
-            Err(e) => panic!("seed {seed}: {name}: {e}"),
-        }
-    }
+    let fed = hostile::feed(
+        |rng, i| {
+            let name = hostile::name(rng, i);
+            let body = hostile_object(rng, &name);
+            Case { name, body }
+        },
+        |case| create(case.body.clone()),
+    );
+    let seed = fed.seed;
+    let kept = &fed.stored;
     for n in &neighbours[1..] {
         create(minimal(n, NS)).expect("valid neighbour");
     }
-    assert!(
-        !kept.is_empty(),
-        "seed {seed}: nothing reached the operator"
-    );
 
     h.until("every hostile object processed", BOUND, |h| {
         neighbours_converged(h, &neighbours)?;
-        for (name, spec) in &kept {
-            let o = stored(h, name).ok_or_else(|| format!("{name} vanished"))?;
-            settled(&o).map_err(|e| format!("seed {seed}: {name}: {e}; object {spec}"))?;
-        }
-        Ok(())
+        fed.settled(&OUTCOMES, |case| stored(h, &case.name))
     })
     .await;
     // A Ready object's children pass a real API server's pod validation; an object refused
     // by the operator (invalid from its creation) owns nothing at all.
     let bad_children: Vec<String> = kept
         .iter()
-        .filter_map(|(name, spec)| {
+        .filter_map(|Case { name, body }| {
             let o = stored(&h, name)?;
             let uid = o["metadata"]["uid"].as_str().unwrap_or_default();
-            let errors = if o["status"]["phase"] == "Ready" {
+            let errors = if (OUTCOMES.working)(&o) {
                 children_errors(&h, uid)
             } else {
                 match owned::owned_by(&h.cluster, NS, uid) {
@@ -472,7 +402,7 @@ async fn hostile_model_services_never_panic_fail_with_a_field_and_spare_their_ne
                     Err(e) => vec![e],
                 }
             };
-            (!errors.is_empty()).then(|| format!("{name}: {errors:?}; object {spec}"))
+            (!errors.is_empty()).then(|| format!("{name}: {errors:?}; object {}", short(body)))
         })
         .collect();
     assert!(
@@ -482,17 +412,18 @@ async fn hostile_model_services_never_panic_fail_with_a_field_and_spare_their_ne
     );
     let ready = kept
         .iter()
-        .filter(|(n, _)| stored(&h, n).is_some_and(|o| o["status"]["phase"] == "Ready"))
+        .filter(|c| stored(&h, &c.name).is_some_and(|o| (OUTCOMES.working)(&o)))
         .count();
     eprintln!(
-        "seed {seed}: {} stored ({ready} Ready, {} refused by the operator), {refused} refused by the server",
+        "seed {seed}: {} stored ({ready} Ready, {} refused by the operator), {} refused by the server",
         kept.len(),
-        kept.len() - ready
+        kept.len() - ready,
+        fed.refused
     );
     assert!(h.operator_alive(), "seed {seed}: the operator's task ended");
 
     let api: kube::Api<ModelService> = kube::Api::namespaced(h.client.clone(), NS);
-    for name in kept.iter().map(|(n, _)| n).chain(&neighbours) {
+    for name in kept.iter().map(|c| &c.name).chain(&neighbours) {
         api.delete(name, &kube::api::DeleteParams::default())
             .await
             .expect("delete");

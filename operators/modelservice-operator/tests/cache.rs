@@ -10,9 +10,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::{Harness, TIMEOUT, minimal};
+use common::{Harness, minimal};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams};
 
@@ -35,18 +33,11 @@ async fn repairing_a_deleted_child_reads_children_from_the_watch_caches_without_
         .expect("delete");
     // Polled in-process, so the wait itself sends no request. The server stores the object
     // before it counts the request, so the wait also covers the count.
-    let started = Instant::now();
-    loop {
-        let recreated = config_map_uid(&h, "cached").is_some_and(|uid| uid != before);
-        if recreated && h.cluster.counters().count("patch", Some("configmaps")) >= 1 {
-            break;
-        }
-        assert!(
-            started.elapsed() < TIMEOUT,
-            "the ConfigMap was not recreated within {TIMEOUT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    h.eventually("the ConfigMap recreated and its apply counted", |h| {
+        config_map_uid(h, "cached").is_some_and(|uid| uid != before)
+            && h.cluster.counters().count("patch", Some("configmaps")) >= 1
+    })
+    .await;
     let requests = h.cluster.counters().snapshot();
     let lists: Vec<_> = requests
         .iter()

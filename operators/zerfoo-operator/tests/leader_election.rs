@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use gateway_api::httproutes::HttpRoute;
 use kinfer_api::zerfoo::ZerfooInferenceService;
 use kinfer_testkit::TestCluster;
+use kinfer_testkit::operator::controlled_by;
 use kube::CustomResourceExt;
 use serde_json::json;
 use zerfoo_operator::app::LEASE_NAME as LEASE;
@@ -125,16 +126,12 @@ fn converged(cluster: &TestCluster, name: &str) -> Result<(), String> {
     if s["status"]["observedGeneration"].as_i64() != generation || s["status"]["ready"] != true {
         return Err(format!("{name}: status {}", s["status"]));
     }
-    let uid = s["metadata"]["uid"].clone();
+    let uid = s["metadata"]["uid"].as_str().unwrap_or_default();
     let deployment = format!("{name}-primary");
-    let owned = cluster.objects("apps", "deployments").iter().any(|d| {
-        d["metadata"]["name"] == deployment.as_str()
-            && d["metadata"]["ownerReferences"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|r| r["controller"] == true && r["uid"] == uid)
-    });
+    let owned = cluster
+        .objects("apps", "deployments")
+        .iter()
+        .any(|d| d["metadata"]["name"] == deployment.as_str() && controlled_by(d, uid));
     if owned {
         Ok(())
     } else {
@@ -144,27 +141,22 @@ fn converged(cluster: &TestCluster, name: &str) -> Result<(), String> {
     }
 }
 
-/// Polls `cond` every 100 ms until it holds; panics with `what`, the last complaint and the
-/// replicas' log paths after `timeout` (measured from `since`). Returns when it held.
+/// Polls `cond` until it holds ([`kinfer_testkit::wait::until`]); panics with `what`, the
+/// last complaint and the replicas' log paths once `timeout` has passed since `since`.
+/// Returns the time from `since` to when it held.
 async fn wait_until(
     what: &str,
     since: Instant,
     timeout: Duration,
     dir: &std::path::Path,
-    mut cond: impl FnMut() -> Result<(), String>,
+    cond: impl FnMut() -> Result<(), String>,
 ) -> Duration {
-    loop {
-        let complaint = match cond() {
-            Ok(()) => return since.elapsed(),
-            Err(c) => c,
-        };
-        assert!(
-            since.elapsed() < timeout,
-            "{what}: not within {timeout:?}: {complaint} (logs in {})",
-            dir.display()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!(
+        "{what} ({timeout:?} from its start; logs in {})",
+        dir.display()
+    );
+    kinfer_testkit::wait::until(&what, timeout.saturating_sub(since.elapsed()), cond).await;
+    since.elapsed()
 }
 
 /// Requests of `client` other than those on the Lease and discovery, by (verb, resource).

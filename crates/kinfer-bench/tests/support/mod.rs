@@ -16,12 +16,11 @@ use kinfer_api::zerfoo::ZerfooInferenceService;
 use kinfer_state::metrics::Metrics;
 use kinfer_state::{Engine, EngineConfig, OwnerIndex};
 use kinfer_testkit::TestCluster;
+use kinfer_testkit::operator::{OperatorTask, controlled_by, controllers};
 use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, CustomResourceExt};
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use zerfoo_operator::controller::{self, ControllerOptions};
 use zerfoo_operator::{OperatorConfig, ZerfooPipeline};
 
@@ -32,15 +31,10 @@ pub const API_VERSION: &str = "zerfoo.feza.ai/v1";
 
 /// A simulated cluster and, when running, the Zerfoo operator in this process.
 pub struct Zerfoo {
+    /// First, so it is dropped (killed) before the cluster goes.
+    operator: Option<OperatorTask>,
     pub cluster: TestCluster,
     pub client: Client,
-    operator: Option<(watch::Sender<bool>, JoinHandle<()>)>,
-}
-
-impl Drop for Zerfoo {
-    fn drop(&mut self) {
-        self.kill_operator();
-    }
 }
 
 /// A valid spec: one replica, CPU and memory, no canary, autoscaling or gateway (three
@@ -61,9 +55,9 @@ impl Zerfoo {
                 .await
                 .expect("client");
         Self {
+            operator: None,
             cluster,
             client,
-            operator: None,
         }
     }
 
@@ -93,31 +87,24 @@ impl Zerfoo {
     }
 
     fn run_engine(&mut self, engine: Arc<Engine<ZerfooPipeline>>) {
-        let (tx, rx) = watch::channel(false);
-        let task = tokio::spawn(controller::run(
-            engine,
-            self.client.clone(),
-            ControllerOptions {
-                namespaces: vec![NS.to_owned()],
-                ..ControllerOptions::default()
-            },
-            rx,
-        ));
-        self.operator = Some((tx, task));
+        let client = self.client.clone();
+        let options = ControllerOptions {
+            namespaces: vec![NS.to_owned()],
+            ..ControllerOptions::default()
+        };
+        self.operator = Some(OperatorTask::spawn(|shutdown| {
+            controller::run(engine, client, options, shutdown)
+        }));
     }
 
     /// Whether the controllers are still running (a panic in a reconcile ends their task).
     pub fn operator_alive(&self) -> bool {
-        self.operator
-            .as_ref()
-            .is_some_and(|(_, task)| !task.is_finished())
+        self.operator.as_ref().is_some_and(OperatorTask::alive)
     }
 
     /// Kills the controllers where they stand (mid-reconcile included): no graceful shutdown.
     pub fn kill_operator(&mut self) {
-        if let Some((_, task)) = self.operator.take() {
-            task.abort();
-        }
+        self.operator = None;
     }
 
     /// Creates a service in-process (the raw spec, so hostile specs reach the server as is).
@@ -231,12 +218,7 @@ impl Zerfoo {
                 let o = children
                     .get(&(kind.to_owned(), child.clone()))
                     .ok_or_else(|| format!("{name}: no {kind} {child}"))?;
-                let owned = o["metadata"]["ownerReferences"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|r| r["controller"] == true && r["uid"] == uid);
-                if !owned {
+                if !controlled_by(o, uid) {
                     return Err(format!("{name}: {kind} {child} is not controlled by it"));
                 }
             }
@@ -266,12 +248,7 @@ impl Zerfoo {
         }
         for (key, o) in &children {
             let Some(uid) = uid_of.get(key) else { continue };
-            let controllers: Vec<&Value> = o["metadata"]["ownerReferences"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|r| r["controller"] == true)
-                .collect();
+            let controllers = controllers(o);
             if controllers.len() != 1 || controllers[0]["uid"] != uid.as_str() {
                 return Err(format!(
                     "{key:?}: controller references {controllers:?}, want {uid}"

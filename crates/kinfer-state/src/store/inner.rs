@@ -10,30 +10,33 @@
 //! sharing a cluster-wide kind each reconcile their own parents. A feed that stops for good
 //! leaves its ghosts behind until the index is dropped (an operator builds a new index for
 //! each set of controllers).
+//!
+//! Memory: the index holds every child an operator owns, so what it keeps per object besides
+//! the object itself is small: one `Arc<str>` per UID, shared by the object map and the owner
+//! lookup ([`super::owners`], which also shares one owner UID among an owner's children),
+//! namespaces interned ([`super::intern`]), the feeds inline for the common single feed
+//! ([`super::feeds`]).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use kube::core::DynamicObject;
 
+use super::feeds::Feeds;
+use super::intern::Interner;
+use super::owners::{KindId, Owners};
 use super::{Feed, KindKey, ListKey, NameKey, ScopeKey};
 use crate::packed::Packed;
 
 /// An object kept as its deflated JSON ([`Packed`]), with the namespace a re-list replaces by.
 #[derive(Debug, Clone)]
 pub(super) struct Compact {
-    pub(super) namespace: Option<String>,
+    /// Interned: shared by the objects of a namespace.
+    pub(super) namespace: Option<Arc<str>>,
     pub(super) json: Packed,
 }
 
 impl Compact {
-    /// `None` for an object that does not serialise (never for a watched one).
-    fn of(obj: &DynamicObject) -> Option<Self> {
-        Some(Self {
-            namespace: obj.metadata.namespace.clone(),
-            json: Packed::of(obj)?,
-        })
-    }
-
     pub(super) fn object(&self) -> Option<DynamicObject> {
         self.json.value()
     }
@@ -44,18 +47,20 @@ impl Compact {
 }
 
 /// How an object is found: by its controller owner's UID, or (without one) by its name.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Link {
-    Owner(String),
-    Name(String),
+    Owner(Arc<str>),
+    Name(Box<str>),
 }
 
-/// An object as a feed reports it: its UID, how it is found, the object.
+/// An object as a feed reports it: its UID, how it is found, the object. Built before the
+/// index's lock is taken, so its strings are not shared yet (the index shares them on insert).
 #[derive(Debug)]
 pub(super) struct Kept {
-    uid: String,
+    uid: Arc<str>,
     link: Link,
-    object: Compact,
+    namespace: Option<String>,
+    json: Packed,
 }
 
 impl Kept {
@@ -63,40 +68,77 @@ impl Kept {
     /// owner when `feed` does not keep those by name.
     pub(super) fn of(obj: &DynamicObject, feed: Feed) -> Option<Self> {
         let link = match controller_uid(obj) {
-            Some(owner) => Link::Owner(owner),
-            None if feed.by_name => Link::Name(obj.metadata.name.clone()?),
+            Some(owner) => Link::Owner(Arc::from(owner)),
+            None if feed.by_name => Link::Name(obj.metadata.name.as_deref()?.into()),
             None => return None,
         };
         Some(Self {
-            uid: obj.metadata.uid.clone()?,
+            uid: Arc::from(obj.metadata.uid.as_deref()?),
             link,
-            object: Compact::of(obj)?,
+            namespace: obj.metadata.namespace.clone(),
+            json: Packed::of(obj)?,
         })
     }
 }
 
-fn controller_uid(obj: &DynamicObject) -> Option<String> {
+fn controller_uid(obj: &DynamicObject) -> Option<&str> {
     obj.metadata
         .owner_references
         .iter()
         .flatten()
         .find(|o| o.controller == Some(true))
-        .map(|o| o.uid.clone())
+        .map(|o| o.uid.as_str())
 }
 
 /// An object in the index and the feeds that count it.
 #[derive(Debug)]
-pub(super) struct Held {
+struct Held {
     link: Link,
-    pub(super) object: Compact,
-    feeds: Vec<u64>,
+    object: Compact,
+    feeds: Feeds,
 }
 
 /// An object gone from the index that some feeds still count (see the module contract).
 #[derive(Debug)]
 struct Ghost {
     object: Compact,
-    feeds: Vec<u64>,
+    feeds: Feeds,
+}
+
+/// The objects of one kind.
+#[derive(Debug, Default)]
+struct Table {
+    /// Object UID -> the object.
+    objects: HashMap<Arc<str>, Held>,
+    /// (namespace, name) -> UID, for objects without a controller owner.
+    by_name: HashMap<NameKey, Arc<str>>,
+    /// UID -> objects gone that some feeds still count.
+    ghosts: HashMap<Arc<str>, Ghost>,
+}
+
+impl Table {
+    /// `feed` no longer counts the ghost `uid` (it saw the object go); returns the object when
+    /// `feed` counted it.
+    fn unhaunt(&mut self, uid: &str, feed: u64) -> Option<Compact> {
+        if !self.ghosts.get(uid)?.feeds.contains(feed) {
+            return None;
+        }
+        let (uid, ghost) = self.ghosts.remove_entry(uid)?;
+        match ghost.feeds.without(feed) {
+            Some(feeds) => {
+                let object = ghost.object.clone();
+                self.ghosts.insert(
+                    uid,
+                    Ghost {
+                        object: ghost.object,
+                        feeds,
+                    },
+                );
+                Some(object)
+            }
+            None => Some(ghost.object),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -106,22 +148,74 @@ pub(super) struct Inner {
     /// Objects of a re-list in progress, per scope and feed (compact too: a re-list of every
     /// child at once is the peak).
     pub(super) pending: HashMap<ListKey, Vec<Kept>>,
-    /// kind -> object UID -> the object.
-    pub(super) objects: HashMap<KindKey, HashMap<String, Held>>,
-    /// kind -> owner UID -> object UIDs.
-    pub(super) by_owner: HashMap<KindKey, HashMap<String, BTreeSet<String>>>,
-    /// kind -> (namespace, name) -> UID, for objects without a controller owner.
-    pub(super) by_name: HashMap<KindKey, HashMap<NameKey, String>>,
-    /// kind -> UID -> objects gone that some feeds still count.
-    ghosts: HashMap<KindKey, HashMap<String, Ghost>>,
     /// Feed ids handed out ([`super::OwnerIndex::feed`]).
     pub(super) feeds: u64,
+    /// Kind -> its table's index in `tables` (kinds are few and never leave).
+    kinds: HashMap<KindKey, KindId>,
+    tables: Vec<Table>,
+    /// Owner UID -> its children, of every kind.
+    owners: Owners,
+    namespaces: Interner,
+}
+
+/// The key of `by_name`.
+fn name_key(namespace: Option<&str>, name: &str) -> NameKey {
+    (namespace.map(str::to_owned), name.to_owned())
 }
 
 impl Inner {
     pub(super) fn answers(&self, k: &KindKey, namespace: Option<&str>) -> bool {
         self.synced.contains(&(k.clone(), None))
             || namespace.is_some_and(|ns| self.synced.contains(&(k.clone(), Some(ns.to_owned()))))
+    }
+
+    fn id(&self, k: &KindKey) -> Option<KindId> {
+        self.kinds.get(k).copied()
+    }
+
+    fn table(&self, k: &KindKey) -> Option<(KindId, &Table)> {
+        let id = self.id(k)?;
+        Some((id, self.tables.get(id)?))
+    }
+
+    /// The id of kind `k`, which gets a table when new.
+    fn id_or_add(&mut self, k: &KindKey) -> KindId {
+        if let Some(id) = self.id(k) {
+            return id;
+        }
+        let id = self.tables.len();
+        self.tables.push(Table::default());
+        self.kinds.insert(k.clone(), id);
+        id
+    }
+
+    /// The objects of kind `k` whose controller owner is `owner`, by UID.
+    pub(super) fn owned_by<'a>(
+        &'a self,
+        k: &KindKey,
+        owner: &'a str,
+    ) -> impl Iterator<Item = &'a Compact> {
+        self.table(k).into_iter().flat_map(move |(id, table)| {
+            self.owners
+                .children(owner, id)
+                .filter_map(move |uid| table.objects.get(uid))
+                .map(|held| &held.object)
+        })
+    }
+
+    /// The object of kind `k` without a controller owner kept under `key`.
+    pub(super) fn named(&self, k: &KindKey, key: &NameKey) -> Option<&Compact> {
+        let (_, table) = self.table(k)?;
+        let held = table.objects.get(table.by_name.get(key)?)?;
+        Some(&held.object)
+    }
+
+    /// The object `uid` of kind `k`, to corrupt in a test.
+    #[cfg(test)]
+    pub(super) fn object_mut(&mut self, k: &KindKey, uid: &str) -> Option<&mut Compact> {
+        let id = self.id(k)?;
+        let held = self.tables.get_mut(id)?.objects.get_mut(uid)?;
+        Some(&mut held.object)
     }
 
     /// The object `obj` `feed` reported as added or modified, with `kept` its
@@ -135,131 +229,134 @@ impl Inner {
         feed: u64,
     ) {
         if let Some(kept) = kept {
-            self.insert(k, kept, feed);
+            let id = self.id_or_add(k);
+            self.insert(id, kept, feed);
         } else if let Some(uid) = obj.metadata.uid.as_deref() {
             let owned = self
-                .objects
-                .get(k)
-                .and_then(|m| m.get(uid))
+                .table(k)
+                .and_then(|(_, t)| t.objects.get(uid))
                 .is_some_and(|h| matches!(h.link, Link::Owner(_)));
             if owned {
                 // No longer one to keep (its controller owner went): as if deleted.
                 self.delete(k, uid, feed);
-            } else {
+            } else if let Some(id) = self.id(k)
+                && let Some(table) = self.tables.get_mut(id)
+            {
                 // Already gone from the index (another feed saw its owner go first): `feed`
                 // has seen it too, so it must not report it at its next re-list.
-                self.unhaunt(k, uid, feed);
+                table.unhaunt(uid, feed);
             }
         }
     }
 
     /// The object `uid` `feed` reported deleted.
     pub(super) fn delete(&mut self, k: &KindKey, uid: &str, feed: u64) {
-        if let Some(held) = self.remove_uid(k, uid) {
-            self.haunt(k, uid, held.object, held.feeds, feed);
+        let Some(id) = self.id(k) else {
+            return;
+        };
+        if let Some((key, held)) = self.remove_uid(id, uid) {
+            self.haunt(id, key, held.object, held.feeds, feed);
         }
-        self.unhaunt(k, uid, feed);
-    }
-
-    /// `feed` no longer counts the ghost `uid` (it saw the object go).
-    fn unhaunt(&mut self, k: &KindKey, uid: &str, feed: u64) {
-        if let Some(ghosts) = self.ghosts.get_mut(k)
-            && let Some(g) = ghosts.get_mut(uid)
-        {
-            g.feeds.retain(|f| *f != feed);
-            if g.feeds.is_empty() {
-                ghosts.remove(uid);
-            }
+        if let Some(table) = self.tables.get_mut(id) {
+            table.unhaunt(uid, feed);
         }
     }
 
     /// Keeps `object` as a ghost for `feeds` but `seen_by` (see the module contract).
-    fn haunt(
-        &mut self,
-        k: &KindKey,
-        uid: &str,
-        object: Compact,
-        mut feeds: Vec<u64>,
-        seen_by: u64,
-    ) {
-        feeds.retain(|f| *f != seen_by);
-        if !feeds.is_empty() {
-            self.ghosts
-                .entry(k.clone())
-                .or_default()
-                .insert(uid.to_owned(), Ghost { object, feeds });
+    fn haunt(&mut self, id: KindId, uid: Arc<str>, object: Compact, feeds: Feeds, seen_by: u64) {
+        if let Some(feeds) = feeds.without(seen_by)
+            && let Some(table) = self.tables.get_mut(id)
+        {
+            table.ghosts.insert(uid, Ghost { object, feeds });
         }
     }
 
-    fn insert(&mut self, k: &KindKey, kept: Kept, feed: u64) {
-        let mut feeds = match self.remove_uid(k, &kept.uid) {
-            Some(held) => held.feeds,
-            None => self
-                .ghosts
-                .get_mut(k)
-                .and_then(|g| g.remove(&kept.uid))
-                .map(|g| g.feeds)
-                .unwrap_or_default(),
+    fn insert(&mut self, id: KindId, kept: Kept, feed: u64) {
+        let Kept {
+            uid,
+            link,
+            namespace,
+            json,
+        } = kept;
+        let object = Compact {
+            namespace: namespace.as_deref().map(|ns| self.namespaces.intern(ns)),
+            json,
         };
-        if !feeds.contains(&feed) {
-            feeds.push(feed);
-        }
-        match &kept.link {
-            Link::Owner(owner) => {
-                self.by_owner
-                    .entry(k.clone())
-                    .or_default()
-                    .entry(owner.clone())
-                    .or_default()
-                    .insert(kept.uid.clone());
+        let Some(table) = self.tables.get_mut(id) else {
+            return;
+        };
+        // The map's UID when the object is there already: its owner's entry shares it.
+        let (uid, feeds, previous) = if let Some((shared, held)) = table.objects.remove_entry(&*uid)
+        {
+            (shared, Some(held.feeds), Some((held.link, held.object)))
+        } else {
+            let ghost = table.ghosts.remove(&*uid);
+            (uid, ghost.map(|g| g.feeds), None)
+        };
+        let feeds = feeds.map_or(Feeds::One(feed), |f| f.with(feed));
+        let link = match (previous, link) {
+            // Modified but still of the same owner (most events): the owner lookup stays.
+            (Some((Link::Owner(old), _)), Link::Owner(new)) if old == new => Link::Owner(old),
+            (previous, link) => {
+                if let Some((old, was)) = previous {
+                    self.unlink(id, &uid, &old, was.namespace.as_deref());
+                }
+                self.link(id, &uid, link, object.namespace.as_deref())
             }
+        };
+        if let Some(table) = self.tables.get_mut(id) {
+            table.objects.insert(
+                uid,
+                Held {
+                    link,
+                    object,
+                    feeds,
+                },
+            );
+        }
+    }
+
+    /// Makes the object `uid` found through `link`; returns the link to keep in it.
+    fn link(&mut self, id: KindId, uid: &Arc<str>, link: Link, namespace: Option<&str>) -> Link {
+        match link {
+            Link::Owner(owner) => Link::Owner(self.owners.add(owner, id, uid)),
             Link::Name(name) => {
-                let names = self.by_name.entry(k.clone()).or_default();
-                let key = (kept.object.namespace.clone(), name.clone());
+                let previous = self.tables.get_mut(id).and_then(|t| {
+                    t.by_name
+                        .insert(name_key(namespace, &name), Arc::clone(uid))
+                });
                 // Another UID under the same name (recreated before its delete event came) is
                 // replaced: one object per name.
-                if let Some(previous) = names.insert(key, kept.uid.clone())
-                    && previous != kept.uid
-                    && let Some(m) = self.objects.get_mut(k)
+                if let Some(previous) = previous
+                    && previous != *uid
                 {
-                    m.remove(&previous);
+                    self.remove_uid(id, &previous);
                 }
+                Link::Name(name)
             }
         }
-        self.objects.entry(k.clone()).or_default().insert(
-            kept.uid,
-            Held {
-                link: kept.link,
-                object: kept.object,
-                feeds,
-            },
-        );
     }
 
-    /// Drops the object `uid` of kind `k` from the index; returns it.
-    fn remove_uid(&mut self, k: &KindKey, uid: &str) -> Option<Held> {
-        let held = self.objects.get_mut(k).and_then(|m| m.remove(uid))?;
-        match &held.link {
-            Link::Owner(owner) => {
-                if let Some(owners) = self.by_owner.get_mut(k)
-                    && let Some(set) = owners.get_mut(owner)
-                {
-                    set.remove(uid);
-                    if set.is_empty() {
-                        owners.remove(owner);
-                    }
-                }
-            }
+    /// Undoes [`Self::link`] of the object `uid` in `namespace`.
+    fn unlink(&mut self, id: KindId, uid: &str, link: &Link, namespace: Option<&str>) {
+        match link {
+            Link::Owner(owner) => self.owners.remove(owner, id, uid),
             Link::Name(name) => {
-                if let Some(names) = self.by_name.get_mut(k) {
-                    let key = (held.object.namespace.clone(), name.clone());
-                    if names.get(&key).is_some_and(|u| u == uid) {
-                        names.remove(&key);
+                if let Some(table) = self.tables.get_mut(id) {
+                    let key = name_key(namespace, name);
+                    if table.by_name.get(&key).is_some_and(|u| **u == *uid) {
+                        table.by_name.remove(&key);
                     }
                 }
             }
         }
-        Some(held)
+    }
+
+    /// Drops the object `uid` of kind `id` from the index; returns it and its shared UID.
+    fn remove_uid(&mut self, id: KindId, uid: &str) -> Option<(Arc<str>, Held)> {
+        let (key, held) = self.tables.get_mut(id)?.objects.remove_entry(uid)?;
+        self.unlink(id, uid, &held.link, held.object.namespace.as_deref());
+        Some((key, held))
     }
 
     /// `feed`'s list of kind `k` in `scope` is `listed`: every other object of that scope
@@ -274,53 +371,58 @@ impl Inner {
         listed: Vec<Kept>,
         feed: u64,
     ) -> Vec<Compact> {
-        let uids: HashSet<&str> = listed.iter().map(|o| o.uid.as_str()).collect();
-        let mut stale: Vec<String> = self
-            .objects
-            .get(k)
-            .into_iter()
-            .flatten()
-            .filter(|(uid, held)| {
-                held.object.within(scope)
-                    && held.feeds.contains(&feed)
-                    && !uids.contains(uid.as_str())
-            })
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        // Deterministic order of the dropped objects (the map's is not).
+        let id = self.id_or_add(k);
+        let uids: HashSet<&str> = listed.iter().map(|o| &*o.uid).collect();
+        let missed = |uid: &Arc<str>, object: &Compact, feeds: &Feeds| {
+            object.within(scope) && feeds.contains(feed) && !uids.contains(&**uid)
+        };
+        let (mut stale, mut gone): (Vec<Arc<str>>, Vec<Arc<str>>) = match self.tables.get(id) {
+            Some(t) => (
+                t.objects
+                    .iter()
+                    .filter(|(uid, h)| missed(uid, &h.object, &h.feeds))
+                    .map(|(uid, _)| Arc::clone(uid))
+                    .collect(),
+                t.ghosts
+                    .iter()
+                    .filter(|(uid, g)| missed(uid, &g.object, &g.feeds))
+                    .map(|(uid, _)| Arc::clone(uid))
+                    .collect(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        // Deterministic order of the dropped objects (the maps' is not).
         stale.sort();
+        gone.sort();
         let mut dropped = Vec::new();
         for uid in stale {
-            if let Some(held) = self.remove_uid(k, &uid) {
+            if let Some((uid, held)) = self.remove_uid(id, &uid) {
                 dropped.push(held.object.clone());
-                self.haunt(k, &uid, held.object, held.feeds, feed);
+                self.haunt(id, uid, held.object, held.feeds, feed);
             }
         }
-        if let Some(ghosts) = self.ghosts.get_mut(k) {
-            let mut gone: Vec<&String> = ghosts
-                .iter()
-                .filter(|(uid, g)| {
-                    g.object.within(scope)
-                        && g.feeds.contains(&feed)
-                        && !uids.contains(uid.as_str())
-                })
-                .map(|(uid, _)| uid)
-                .collect();
-            gone.sort();
-            let gone: Vec<String> = gone.into_iter().cloned().collect();
-            for uid in gone {
-                if let Some(g) = ghosts.get_mut(&uid) {
-                    dropped.push(g.object.clone());
-                    g.feeds.retain(|f| *f != feed);
-                    if g.feeds.is_empty() {
-                        ghosts.remove(&uid);
-                    }
-                }
-            }
+        if let Some(table) = self.tables.get_mut(id) {
+            dropped.extend(gone.iter().filter_map(|uid| table.unhaunt(uid, feed)));
         }
         for o in listed {
-            self.insert(k, o, feed);
+            self.insert(id, o, feed);
         }
         dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-object bookkeeping stays small (the index holds every child an operator owns).
+    #[test]
+    fn an_object_entry_is_small() {
+        assert!(
+            std::mem::size_of::<Held>() <= 72,
+            "{}",
+            std::mem::size_of::<Held>()
+        );
+        assert!(std::mem::size_of::<(Arc<str>, Held)>() <= 88);
     }
 }

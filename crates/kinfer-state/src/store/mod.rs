@@ -63,7 +63,10 @@ pub trait ChildStore: Send + Sync + Debug {
     }
 }
 
+mod feeds;
 mod inner;
+mod intern;
+mod owners;
 
 use inner::{Compact, Inner, Kept};
 
@@ -234,14 +237,8 @@ impl ChildStore for OwnerIndex {
             if !inner.answers(&k, namespace) {
                 return None;
             }
-            let objects = inner.objects.get(&k);
             inner
-                .by_owner
-                .get(&k)
-                .and_then(|o| o.get(owner_uid))
-                .into_iter()
-                .flatten()
-                .filter_map(|uid| objects.and_then(|m| m.get(uid)).map(|h| &h.object))
+                .owned_by(&k, owner_uid)
                 .filter(|o| {
                     !kind.namespaced || namespace.is_none() || o.namespace.as_deref() == namespace
                 })
@@ -269,8 +266,7 @@ impl ChildStore for OwnerIndex {
             if !inner.answers(&k, namespace.as_deref()) {
                 return None;
             }
-            let uid = inner.by_name.get(&k)?.get(&(namespace, key.name.clone()))?;
-            inner.objects.get(&k)?.get(uid)?.object.clone()
+            inner.named(&k, &(namespace, key.name.clone()))?.clone()
         };
         kept.object()
     }
@@ -324,6 +320,45 @@ mod tests {
         );
     }
 
+    /// One owner's children of several kinds share its entry in the owner lookup: each kind
+    /// answers with its own only, a repeated event adds no duplicate, and a delete of one kind
+    /// leaves the other alone.
+    #[test]
+    fn an_owner_of_several_kinds_is_answered_per_kind() {
+        let (cms, secrets) = (
+            ChildKind::of::<ConfigMap>(),
+            ChildKind::of::<k8s_openapi::api::core::v1::Secret>(),
+        );
+        let index = OwnerIndex::new();
+        for kind in [&cms, &secrets] {
+            index.mark_synced(kind);
+        }
+        let uids = |kind: &ChildKind, owner: &str| {
+            index.owned_by(kind, Some("ns"), owner).map(|v| {
+                v.into_iter()
+                    .filter_map(|o| o.metadata.uid)
+                    .collect::<Vec<_>>()
+            })
+        };
+        index.apply(&cms, &obj("c2", "p"));
+        index.apply(&cms, &obj("c1", "p"));
+        index.apply(&secrets, &obj("s1", "p"));
+        index.apply(&cms, &obj("c1", "p"));
+        assert_eq!(
+            uids(&cms, "p"),
+            Some(vec!["c1".to_owned(), "c2".to_owned()])
+        );
+        assert_eq!(uids(&secrets, "p"), Some(vec!["s1".to_owned()]));
+        index.delete(&secrets, &obj("s1", "p"));
+        assert_eq!(uids(&secrets, "p"), Some(vec![]));
+        assert_eq!(uids(&cms, "p").map(|v| v.len()), Some(2));
+        // The same UID under another kind (never in a real cluster) is another object.
+        index.apply(&secrets, &obj("c1", "q"));
+        index.delete(&cms, &obj("c1", "p"));
+        assert_eq!(uids(&cms, "p"), Some(vec!["c2".to_owned()]));
+        assert_eq!(uids(&secrets, "q"), Some(vec!["c1".to_owned()]));
+    }
+
     fn in_ns(uid: &str, owner: &str, ns: &str) -> DynamicObject {
         let mut o = obj(uid, owner);
         o.metadata.namespace = Some(ns.to_owned());
@@ -339,12 +374,7 @@ mod tests {
         index.mark_synced(&kind);
         {
             let mut inner = index.write();
-            let kept = inner
-                .objects
-                .get_mut(&kind_key(&kind))
-                .and_then(|m| m.get_mut("b"));
-            if let Some(held) = kept {
-                let compact = &mut held.object;
+            if let Some(compact) = inner.object_mut(&kind_key(&kind), "b") {
                 compact.json = crate::packed::Packed::from_json(b"{not json").expect("deflates");
             }
         }

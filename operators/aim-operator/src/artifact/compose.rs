@@ -22,6 +22,15 @@
 //!   every TTL but when the spec changes (a new fingerprint). Other failures (timeouts, a
 //!   forbidden or unreachable source, an evicted pod) are retried on the bounded schedule of
 //!   [`super::retry`].
+//! - The record is the only memory of a permanent failure, so nothing may replace it while
+//!   the Job's fingerprint stands ([`recorded_for_live`]): a Failed live Job whose permanent
+//!   failure is recorded for its fingerprint is reported from the record unchanged, its pods
+//!   and log not read again ([`super::fetch`]). Its pods go with it when it expires
+//!   (background deletion), and the reconcile's view of the Job can lag its deletion (the
+//!   owner index is fed by the Job watch, while the pod watch or a status write may trigger
+//!   the reconcile first; a LIST just before the deletion likewise): a read of those pods
+//!   then fails (the log of a pod just deleted is a 404), and reported as the Job's error it
+//!   would overwrite the recorded failure, after which the Job, gone, would be created again.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -141,6 +150,15 @@ pub fn recorded_failure(a: &AIMArtifact, component: &str, fp: &str) -> Option<Ca
         .then(|| err(category, &c.reason, c.message.clone()))
 }
 
+/// The permanent failure recorded for `job`, the live Job of `component`, once it has
+/// Failed: its diagnosis is done and is reported as recorded (see the module contract).
+pub fn recorded_for_live(a: &AIMArtifact, component: &str, job: &Job) -> Option<CategorizedError> {
+    if !job_state(job, "Failed") {
+        return None;
+    }
+    recorded_failure(a, component, &fingerprint(job))
+}
+
 /// Whether condition `t` of the Job is True.
 pub(super) fn job_state(job: &Job, t: &str) -> bool {
     job.status
@@ -151,6 +169,7 @@ pub(super) fn job_state(job: &Job, t: &str) -> bool {
 
 /// The check-size component and the size it measured, if any.
 pub fn check_size(
+    a: &AIMArtifact,
     live: Option<&Job>,
     seen: Option<&Result<JobObservation, CategorizedError>>,
 ) -> (ComponentHealth, Option<u64>) {
@@ -165,6 +184,12 @@ pub fn check_size(
     let Some(job) = live else {
         return (progressing("creating the size check".into()), None);
     };
+    if let Some(e) = recorded_for_live(a, CHECK_SIZE_JOB, job) {
+        return (
+            ComponentHealth::new(CHECK_SIZE_JOB).downstream().error(e),
+            None,
+        );
+    }
     let fp = fingerprint(job);
     let obs = match seen {
         Some(Ok(o)) => o,
@@ -282,6 +307,12 @@ pub fn download(
             true,
         );
     }
+    if let Some(e) = recorded_for_live(a, DOWNLOAD_JOB, job) {
+        return (
+            ComponentHealth::new(DOWNLOAD_JOB).downstream().error(e),
+            true,
+        );
+    }
     let obs = match seen {
         Some(Ok(o)) => o.clone(),
         Some(Err(e)) => {
@@ -369,5 +400,86 @@ mod progress_tests {
         let (h, _) = download(&a, Some(&job), None, &job);
         let m = h.message.unwrap_or_default();
         assert!(!m.contains('%'), "{m}");
+    }
+}
+
+#[cfg(test)]
+mod record_tests {
+    use super::*;
+
+    fn from<K: serde::de::DeserializeOwned>(v: serde_json::Value) -> K {
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn failed_job(image: &str) -> Job {
+        from(serde_json::json!({
+            "metadata": {"name": "a-download", "uid": "j1"},
+            "spec": {"template": {"spec": {"containers": [{"name": "download", "image": image}]}}},
+            "status": {"conditions": [{"type": "Failed", "status": "True"}]}}))
+    }
+
+    /// An artifact whose condition `<component>Ready` records `reason` for fingerprint `fp`.
+    fn recorded(component: &str, reason: &str, fp: &str) -> AIMArtifact {
+        from(serde_json::json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMArtifact",
+            "metadata": {"name": "a", "namespace": "ns"},
+            "spec": {"sourceUri": "hf://org/m"},
+            "status": {"status": "Failed", "conditions": [{
+                "type": format!("{component}Ready"), "status": "False", "reason": reason,
+                "message": format!("job a-download failed: 401 (spec {fp})"),
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}))
+    }
+
+    /// The pods of an expiring Job are deleted with it: reading them fails.
+    fn pod_gone() -> Result<JobObservation, CategorizedError> {
+        Err(CategorizedError::new(
+            ErrorCategory::MissingDownstreamDependency,
+            "pods \"a-download-sim\" not found",
+        ))
+    }
+
+    #[test]
+    fn a_recorded_permanent_failure_outlives_a_failed_read_of_its_pods() {
+        let job = failed_job("img:1");
+        let fp = fingerprint(&job);
+        for component in [DOWNLOAD_JOB, CHECK_SIZE_JOB] {
+            let a = recorded(component, "SourceAuthFailure", &fp);
+            let h = if component == DOWNLOAD_JOB {
+                download(&a, Some(&job), Some(&pod_gone()), &job).0
+            } else {
+                check_size(&a, Some(&job), Some(&pod_gone())).0
+            };
+            let e = &h.errors[0];
+            assert_eq!(
+                (e.category, e.reason.to_string()),
+                (ErrorCategory::Auth, "SourceAuthFailure".to_owned()),
+                "{component}: {h:?}"
+            );
+            assert!(e.message.ends_with(&format!("(spec {fp})")), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_permanent_failure_of_this_failed_job_is_kept() {
+        let job = failed_job("img:1");
+        let fp = fingerprint(&job);
+        // Recorded for another spec: this Job's failure is diagnosed (here: its read error).
+        let other = recorded(
+            DOWNLOAD_JOB,
+            "SourceAuthFailure",
+            &fingerprint(&failed_job("img:2")),
+        );
+        assert!(recorded_for_live(&other, DOWNLOAD_JOB, &job).is_none());
+        // Retryable: diagnosed again each time.
+        let retryable = recorded(DOWNLOAD_JOB, "DownloadTimeout", &fp);
+        assert!(recorded_for_live(&retryable, DOWNLOAD_JOB, &job).is_none());
+        // A Job that has not failed (a new attempt) is observed.
+        let mut running = job.clone();
+        running.status = None;
+        let permanent = recorded(DOWNLOAD_JOB, "SourceAuthFailure", &fp);
+        assert!(recorded_for_live(&permanent, DOWNLOAD_JOB, &running).is_none());
+        assert!(recorded_for_live(&permanent, DOWNLOAD_JOB, &job).is_some());
+        // Another component's record is not this one's.
+        assert!(recorded_for_live(&permanent, CHECK_SIZE_JOB, &job).is_none());
     }
 }

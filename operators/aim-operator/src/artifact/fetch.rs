@@ -13,6 +13,9 @@
 //! none), which that identity copies once
 //! ([`kinfer_builders::discovery_job::progress_reporter`]); any other read error is
 //! Infrastructure ([`unreadable`]): the operator's own RBAC, never the artifact owner's to fix.
+//! Nothing is read for a Failed Job whose permanent failure is recorded for its fingerprint
+//! ([`super::compose::recorded_for_live`]): the diagnosis is done, and its pods may be going
+//! with it.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
@@ -22,6 +25,7 @@ use kinfer_state::{CategorizeIn, CategorizedError, Direction, ErrorCategory, Rea
 use kube::api::{ListParams, LogParams};
 use kube::{Api, Client, ResourceExt};
 
+use super::compose;
 use crate::context::Context;
 use crate::runtime_config::resolve;
 
@@ -41,12 +45,12 @@ pub const DOWNLOAD_CONTAINER: &str = "download";
 /// Which pod (by phase) of Job `job` to read, and how much: bounded always; a Complete
 /// download is not read at all; `None` while the Job runs.
 pub fn log_params(job: &Job, container: &str) -> Option<(&'static str, LogParams)> {
-    let (wanted, lines, bytes) = if condition(job, "Complete") {
+    let (wanted, lines, bytes) = if compose::job_state(job, "Complete") {
         if container != CHECK_SIZE_CONTAINER {
             return None;
         }
         ("Succeeded", SIZE_TAIL_LINES, SIZE_TAIL_BYTES)
-    } else if condition(job, "Failed") {
+    } else if compose::job_state(job, "Failed") {
         ("Failed", LOG_TAIL_LINES, LOG_TAIL_BYTES)
     } else {
         return None;
@@ -76,7 +80,8 @@ pub struct JobObservation {
 pub struct Fetched {
     /// The runtime config.
     pub runtime_config: resolve::Fetched,
-    /// The current Job's pods and log (`None` when the Job does not exist).
+    /// The current Job's pods and log (`None` when the Job does not exist; empty when its
+    /// permanent failure is recorded: nothing is read).
     pub job: Option<Result<JobObservation, CategorizedError>>,
     /// The `imagePullSecrets` of the namespace's `default` ServiceAccount (empty when it is
     /// absent), read only while the download identity may be needed ([`identity_wanted`]) and
@@ -97,7 +102,7 @@ pub fn identity_wanted(artifact: &AIMArtifact, current: &str, live: Option<&Job>
             .status
             .as_ref()
             .is_none_or(|s| s.status != kinfer_api::phase::Phase::Ready),
-        (_, Some(j)) => condition(j, "Complete"),
+        (_, Some(j)) => compose::job_state(j, "Complete"),
         (_, None) => false,
     }
 }
@@ -139,11 +144,13 @@ pub fn unreadable(e: &kube::Error) -> CategorizedError {
     }
 }
 
-fn condition(job: &Job, type_: &str) -> bool {
-    job.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == type_ && c.status == "True"))
+/// The component of the Job whose container is `container`.
+fn component(container: &str) -> &'static str {
+    if container == CHECK_SIZE_CONTAINER {
+        compose::CHECK_SIZE_JOB
+    } else {
+        compose::DOWNLOAD_JOB
+    }
 }
 
 /// Whether `pod` has a controller reference to `job` (by UID).
@@ -203,6 +210,9 @@ pub async fn fetch(
             Ok(None) => return None,
             Err(e) => return Some(Err(e)),
         };
+        if compose::recorded_for_live(artifact, component(container), &live).is_some() {
+            return Some(Ok(JobObservation::default()));
+        }
         Some(
             observe(client, &ns, &live, container)
                 .await

@@ -305,7 +305,8 @@ impl Pipeline for ArtifactPipeline {
             None => match child_name(object, "check-size") {
                 Ok(name) => {
                     let live = job(&name);
-                    let (h, measured) = compose::check_size(live.as_ref(), fetched.job.as_ref());
+                    let (h, measured) =
+                        compose::check_size(object, live.as_ref(), fetched.job.as_ref());
                     if let Some(j) = &live {
                         schedule_retry(
                             object,

@@ -130,11 +130,11 @@ pub(super) fn controllers(
     };
     let artifacts = {
         let c = crate::artifact::CONTROLLER;
-        // Not indexed: served from the owner index, a permanently failed download was
-        // started again once its Job expired (`artifacts.rs`
-        // `a_permanent_failure_is_not_retried_when_its_job_expires`; not understood yet), so
-        // its children are listed per reconcile (few artifacts: one per model source).
-        let engine = super::engine(
+        // Its children come from the owner index (no LIST per kind per reconcile), which may
+        // still serve a Job its TTL just deleted: the artifact's compose keeps a recorded
+        // permanent failure against a failed read of that Job's pods
+        // ([`crate::artifact::compose`]).
+        let engine = indexed_engine(
             client,
             crate::artifact::ArtifactPipeline::new(Arc::clone(ctx)),
             c,

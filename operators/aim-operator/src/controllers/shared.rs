@@ -19,19 +19,20 @@
 //!   those of a re-list) and, if they asked, deleted ones (a controller of the
 //!   kind itself does not: there is nothing to reconcile). After a re-list, the objects the
 //!   cache held that the list no longer has are handed out as deleted (they went while the
-//!   watch was down: their delete event never comes; [`changes_after_store`]). Streams are
-//!   bounded: a subscriber
-//!   that does not keep up holds the watch back (no event is dropped); one dropped is
-//!   forgotten.
+//!   watch was down: their delete event never comes; [`changes_after_store`]).
+//! - Handing out never waits: each subscriber has a queue coalescing by object
+//!   ([`super::coalesce`]: at most the latest version of each object is queued, so a
+//!   subscriber that stops reading holds back neither the watch nor the others, and its queue
+//!   stays bounded by the number of objects); a delete drops the object's queued version for
+//!   the subscribers that did not ask for deletes. A subscriber dropped is forgotten.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::channel::mpsc;
 use futures::future::BoxFuture;
-use futures::{SinkExt, Stream, StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{Controller, WatchStreamExt};
@@ -39,17 +40,18 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::Guarded;
-
-/// Events a subscriber may fall behind by before it holds the watch back.
-const BUFFER: usize = 256;
+use super::coalesce;
 
 /// The annotation `kubectl apply` leaves: a copy of the whole object, never read.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-struct Subscriber<K> {
-    tx: mpsc::Sender<Arc<K>>,
+/// A subscriber of objects `T` keyed by `R` (`ObjectRef`s).
+struct Subscriber<R, T> {
+    tx: coalesce::Sender<R, Arc<T>>,
     deletes: bool,
 }
+
+type Subscribers<K> = Mutex<Vec<Subscriber<ObjectRef<K>, K>>>;
 
 /// A shared watch of kind `K`; see the module contract.
 pub(super) struct SharedWatch<K>
@@ -59,7 +61,7 @@ where
     api: Api<Guarded<K>>,
     reader: Store<Guarded<K>>,
     writer: Writer<Guarded<K>>,
-    subscribers: Arc<Mutex<Vec<Subscriber<Guarded<K>>>>>,
+    subscribers: Arc<Subscribers<Guarded<K>>>,
 }
 
 impl<K> SharedWatch<K>
@@ -84,7 +86,7 @@ where
 
     /// A stream of the objects this watch sees (and deleted ones when `deletes`).
     pub(super) fn subscribe(&self, deletes: bool) -> impl Stream<Item = Arc<Guarded<K>>> + use<K> {
-        let (tx, rx) = mpsc::channel(BUFFER);
+        let (tx, rx) = coalesce::queue();
         self.subscribers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -127,7 +129,8 @@ where
             while let Some(change) = changes.next().await {
                 match change {
                     Ok((object, deleted)) => {
-                        fan_out(&subscribers, Arc::new(object), deleted).await;
+                        let key = ObjectRef::from_obj(&object);
+                        fan_out(&subscribers, &key, &Arc::new(object), deleted);
                     }
                     Err(e) => tracing::debug!(error = %e, kind = %K::kind(&()), "shared watch"),
                 }
@@ -200,24 +203,29 @@ where
         .map_ok(|(object, _)| object)
 }
 
-/// Sends `object` to every subscriber that wants it, waiting for room; closed ones are dropped.
-async fn fan_out<T>(subscribers: &Mutex<Vec<Subscriber<T>>>, object: Arc<T>, deleted: bool) {
-    let targets: Vec<mpsc::Sender<Arc<T>>> = {
-        let mut subs = subscribers.lock().unwrap_or_else(PoisonError::into_inner);
-        subs.retain(|s| !s.tx.is_closed());
-        subs.iter()
-            .filter(|s| !deleted || s.deletes)
-            .map(|s| s.tx.clone())
-            .collect()
-    };
-    for mut tx in targets {
-        // An error means the receiver went away: it is dropped on the next event.
-        let _ = tx.send(Arc::clone(&object)).await;
+/// Queues `object` (under `key`) for every subscriber that wants it, without waiting; a
+/// delete drops its queued version for the others; closed subscribers are dropped.
+fn fan_out<R: Eq + Hash + Clone, T>(
+    subscribers: &Mutex<Vec<Subscriber<R, T>>>,
+    key: &R,
+    object: &Arc<T>,
+    deleted: bool,
+) {
+    let mut subs = subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+    subs.retain(|s| !s.tx.is_closed());
+    for s in subs.iter() {
+        if deleted && !s.deletes {
+            s.tx.forget(key);
+        } else {
+            s.tx.push(key.clone(), Arc::clone(object));
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
+
     use super::*;
 
     /// What [`changes_after_store`] passes for `events` when the store holds `store` at
@@ -263,40 +271,63 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn fan_out_reaches_each_subscriber_and_deletes_only_those_asking() {
-        let subs = Mutex::new(Vec::new());
-        let (all_tx, mut all) = mpsc::channel(4);
-        let (own_tx, mut own) = mpsc::channel(4);
-        let (gone_tx, gone) = mpsc::channel::<Arc<u8>>(4);
-        subs.lock().unwrap().extend([
-            Subscriber {
-                tx: all_tx,
-                deletes: true,
-            },
-            Subscriber {
-                tx: own_tx,
-                deletes: false,
-            },
-            Subscriber {
-                tx: gone_tx,
-                deletes: true,
-            },
-        ]);
+    /// A subscriber of `u8`s keyed by themselves, and its stream.
+    fn subscriber(deletes: bool) -> (Subscriber<u8, u8>, coalesce::Receiver<u8, Arc<u8>>) {
+        let (tx, rx) = coalesce::queue();
+        (Subscriber { tx, deletes }, rx)
+    }
+
+    fn send(subs: &Mutex<Vec<Subscriber<u8, u8>>>, object: u8, deleted: bool) {
+        fan_out(subs, &object, &Arc::new(object), deleted);
+    }
+
+    /// What `rx` has queued now, in order.
+    fn queued(rx: &mut coalesce::Receiver<u8, Arc<u8>>) -> Vec<u8> {
+        std::iter::from_fn(|| rx.next().now_or_never().flatten())
+            .map(|o| *o)
+            .collect()
+    }
+
+    #[test]
+    fn fan_out_reaches_each_subscriber_and_deletes_only_those_asking() {
+        let (all_sub, mut all) = subscriber(true);
+        let (own_sub, mut own) = subscriber(false);
+        let (gone_sub, gone) = subscriber(true);
+        let subs = Mutex::new(vec![all_sub, own_sub, gone_sub]);
         drop(gone);
-        fan_out(&subs, Arc::new(1), false).await;
-        fan_out(&subs, Arc::new(2), true).await;
+        send(&subs, 1, false);
+        send(&subs, 2, true);
         assert_eq!(
             subs.lock().unwrap().len(),
             2,
             "a closed subscriber is dropped"
         );
-        assert_eq!(*all.next().await.unwrap(), 1);
-        assert_eq!(*all.next().await.unwrap(), 2);
-        assert_eq!(*own.next().await.unwrap(), 1);
-        assert!(
-            own.try_recv().is_err(),
+        assert_eq!(queued(&mut all), [1, 2]);
+        assert_eq!(
+            queued(&mut own),
+            [1],
             "no delete for the kind's own controller"
         );
+        // A delete also drops the queued version for those not asking for deletes.
+        send(&subs, 3, false);
+        send(&subs, 3, true);
+        assert_eq!(queued(&mut own), Vec::<u8>::new());
+        assert_eq!(queued(&mut all), [3]);
+    }
+
+    #[test]
+    fn a_stalled_subscriber_holds_back_neither_the_watch_nor_the_others() {
+        let (stalled_sub, mut stalled) = subscriber(true);
+        let (live_sub, mut live) = subscriber(true);
+        let subs = Mutex::new(vec![stalled_sub, live_sub]);
+        // Far more events than the old 256-event channel held, over five objects: every
+        // `fan_out` returns (it cannot wait), and the live subscriber sees each one at once.
+        for i in 0..10_000u32 {
+            let object = u8::try_from(i % 5).unwrap();
+            send(&subs, object, false);
+            assert_eq!(queued(&mut live), [object], "event {i}");
+        }
+        // The stalled one holds one entry per object, in first-queued order.
+        assert_eq!(queued(&mut stalled), [0, 1, 2, 3, 4]);
     }
 }

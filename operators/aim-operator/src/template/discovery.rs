@@ -71,6 +71,12 @@ pub enum JobSeen {
     Absent,
     /// Running.
     Running,
+    /// Not known: the Job could not be read (the LIST of the template's Jobs failed). A
+    /// template discovered for this spec hash stays discovered (an infrastructure error says
+    /// nothing about it, and services choose by its recorded profile: dropping it for one
+    /// reconcile would make them choose another template for good); otherwise it is kept
+    /// like a running Job (nothing created, nothing counted, no slot released).
+    Unreadable,
     /// Succeeded; the parsed log.
     Succeeded(Result<Discovered, ParseError>),
     /// Failed, with why.
@@ -208,7 +214,7 @@ pub fn decide(i: Inputs<'_>) -> (Decision, Option<AIMDiscoveryState>) {
         )
     };
     match i.job {
-        JobSeen::Running => (Decision::Running, Some(state)),
+        JobSeen::Running | JobSeen::Unreadable => (Decision::Running, Some(state)),
         JobSeen::Succeeded(Ok(d)) => {
             state.last_failure_reason = None;
             (Decision::Succeeded(d), Some(state))
@@ -322,6 +328,37 @@ mod tests {
             Some("u1"),
         ));
         assert_eq!(same.as_ref(), Some(&st));
+    }
+
+    #[test]
+    fn an_unreadable_job_leaves_a_discovered_template_discovered() {
+        let s = DiscoverySettings::default();
+        let t0 = Timestamp::UNIX_EPOCH;
+        let st = AIMDiscoveryState {
+            spec_hash: Some("h1".into()),
+            attempts: Some(1),
+            ..AIMDiscoveryState::default()
+        };
+        let discovered = |job: JobSeen| {
+            let mut i = inputs(Some(&st), job, t0, &s);
+            i.has_profile = true;
+            decide(i).0
+        };
+        assert_eq!(
+            discovered(JobSeen::Unreadable),
+            Decision::Skip(Skip::Done),
+            "the profile stands"
+        );
+        // A Job seen running for the discovered hash is still kept.
+        assert_eq!(discovered(JobSeen::Running), Decision::Running);
+        // Not discovered yet: kept as if running (no second Job, no new attempt).
+        let (d, again) = decide(inputs(Some(&st), JobSeen::Unreadable, t0, &s));
+        assert_eq!((d, again.as_ref()), (Decision::Running, Some(&st)));
+        // Discovered for another spec: not Done.
+        let mut i = inputs(Some(&st), JobSeen::Unreadable, t0, &s);
+        i.has_profile = true;
+        i.hash = Some("h2");
+        assert_eq!(decide(i).0, Decision::Running);
     }
 
     #[test]

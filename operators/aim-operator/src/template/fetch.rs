@@ -12,7 +12,9 @@
 //! fails the attempt at once); when it succeeded and the template is not discovered yet, its
 //! pod's log (at most [`MAX_LOG_BYTES`]); the running discovery Jobs cluster-wide (cache or
 //! list by label) to throttle at the configured cap. Informer caches are waited for at most
-//! [`CACHE_WAIT`], then the API server is asked. Errors are captured per item.
+//! [`CACHE_WAIT`], then the API server is asked. Errors are captured per item; a discovery
+//! Job that could not be read is [`JobSeen::Unreadable`], never taken for a running one (a
+//! discovered template keeps its profile through the error).
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -461,7 +463,7 @@ pub async fn fetch(
             Ok(None) => {}
             Err(e) => {
                 discovery_errors.push(e);
-                seen = JobSeen::Running;
+                seen = JobSeen::Unreadable;
             }
         }
     }

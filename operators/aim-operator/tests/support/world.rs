@@ -18,18 +18,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aim_operator::controllers::{self, Operator};
 use aim_operator::{Context, Settings};
 use kinfer_state::metrics::Metrics;
 use kinfer_testkit::TestCluster;
+use kinfer_testkit::operator::{OperatorTask, controlled_by, controllers};
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use super::{NS, OPERATOR_USER, SYSTEM_NS};
 
@@ -66,16 +65,11 @@ pub type Shape = BTreeMap<(String, String, String, String), usize>;
 
 /// A test cluster with the world's context and, when running, the AIM operator in-process.
 pub struct World {
+    /// First, so it is dropped (killed) before the cluster goes.
+    operator: Option<OperatorTask>,
     pub cluster: TestCluster,
     /// The test's client (for the teardown only: faults are cleared by then).
     pub client: Client,
-    operator: Option<(watch::Sender<bool>, JoinHandle<()>)>,
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        self.kill_operator();
-    }
 }
 
 /// A `metadata` + `spec` object of the AIM group.
@@ -143,9 +137,9 @@ impl World {
                 .expect("namespace");
         }
         let world = Self {
+            operator: None,
             cluster,
             client,
-            operator: None,
         };
         world.node("gpu-mi300x", Some("74a1"));
         let model = cluster_model();
@@ -191,9 +185,10 @@ impl World {
 
     /// Starts the operator: a fresh process state (caches, context, engines).
     pub async fn run_operator(&mut self) {
-        let kubeconfig =
-            kube::config::Kubeconfig::from_yaml(&self.cluster.kubeconfig_yaml_as(OPERATOR_USER))
-                .expect("kubeconfig");
+        let kubeconfig = self
+            .cluster
+            .kubeconfig_as(OPERATOR_USER)
+            .expect("kubeconfig");
         let client = kinfer_operator::client::from_kubeconfig(kubeconfig)
             .await
             .expect("operator client");
@@ -203,22 +198,17 @@ impl World {
         };
         let ctx = Context::new(settings).expect("context");
         let operator = Operator::start_with(client, ctx, Metrics::new()).expect("operator");
-        let (tx, rx) = watch::channel(false);
-        self.operator = Some((tx, tokio::spawn(operator.run(rx))));
+        self.operator = Some(OperatorTask::spawn(|shutdown| operator.run(shutdown)));
     }
 
     /// Whether the operator is still running (a panic in a controller ends its task).
     pub fn operator_alive(&self) -> bool {
-        self.operator
-            .as_ref()
-            .is_some_and(|(_, task)| !task.is_finished())
+        self.operator.as_ref().is_some_and(OperatorTask::alive)
     }
 
     /// Kills the operator where it stands (mid-reconcile included): no graceful shutdown.
     pub fn kill_operator(&mut self) {
-        if let Some((_, task)) = self.operator.take() {
-            task.abort();
-        }
+        self.operator = None;
     }
 
     /// Every stored object of `plural` in `group`, read in-process (no request).
@@ -231,27 +221,16 @@ impl World {
         self.objects(AIM, "aimservices")
     }
 
-    /// Polls `cond` every 50 ms until it holds; panics with `what` and the last complaint
-    /// after `timeout`.
+    /// Polls `cond` until it holds ([`kinfer_testkit::wait::until_explained`]); panics with
+    /// `what`, the last complaint and the world's [`Self::summary`] after `timeout`.
     pub async fn wait_until(
         &self,
         what: &str,
         timeout: Duration,
         mut cond: impl FnMut(&Self) -> Result<(), String>,
     ) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let complaint = match cond(self) {
-                Ok(()) => return,
-                Err(c) => c,
-            };
-            assert!(
-                Instant::now() < deadline,
-                "{what}: not within {timeout:?}: {complaint}\n{}",
-                self.summary()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        kinfer_testkit::wait::until_explained(what, timeout, || cond(self), || self.summary())
+            .await;
     }
 
     /// One line per AIM object and Job: its state and the reasons of its `False`
@@ -335,12 +314,7 @@ impl World {
         for (group, plural) in CHILD_KINDS {
             for o in self.objects(group, plural) {
                 let name = o["metadata"]["name"].as_str().unwrap_or_default();
-                let controllers: Vec<&Value> = o["metadata"]["ownerReferences"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|r| r["controller"] == true)
-                    .collect();
+                let controllers = controllers(&o);
                 let (kind, owner) = match controllers[..] {
                     [] => ("-".to_owned(), "-".to_owned()),
                     [r] => {
@@ -408,17 +382,8 @@ impl World {
                     s["status"]
                 ));
             }
-            let uid = &s["metadata"]["uid"];
-            let owned = isvcs
-                .iter()
-                .filter(|i| {
-                    i["metadata"]["ownerReferences"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|r| r["controller"] == true && r["uid"] == *uid)
-                })
-                .count();
+            let uid = s["metadata"]["uid"].as_str().unwrap_or_default();
+            let owned = isvcs.iter().filter(|i| controlled_by(i, uid)).count();
             if owned != 1 {
                 return Err(format!("service {name} controls {owned} InferenceServices"));
             }

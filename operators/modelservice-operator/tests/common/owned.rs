@@ -42,15 +42,7 @@ pub fn managed(o: &Value) -> bool {
     o["metadata"]["labels"][kinfer_state::labels::MANAGED_BY] == MANAGER
 }
 
-/// The controller owner references of `o`.
-pub fn controllers(o: &Value) -> Vec<&Value> {
-    o["metadata"]["ownerReferences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["controller"] == true)
-        .collect()
-}
+pub use kinfer_testkit::operator::controllers;
 
 /// Every managed namespaced object in `ns` whose controller is `uid`, as
 /// `(group, plural, name)`; an object with more than one controller is an error.

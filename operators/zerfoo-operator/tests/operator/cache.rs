@@ -4,7 +4,6 @@
 //! controller, reading that cache, still repairs drift of a child and recreates a deleted one.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -45,16 +44,12 @@ async fn watch_children(env: &Env, owner: &ZerfooInferenceService) -> Arc<OwnerI
         tokio::spawn(events.for_each(|_| async {}));
     }
     let uid = owner.uid().unwrap();
-    tokio::time::timeout(WAIT, async {
-        while !kinds
+    kinfer_testkit::wait::holds("every child kind listed", WAIT, || {
+        kinds
             .iter()
             .all(|k| index.owned_by(k, Some(NS), &uid).is_some())
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
     })
-    .await
-    .expect("every child kind listed in time");
+    .await;
     index
 }
 

@@ -19,16 +19,10 @@ use crate::common::{Env, WAIT, env, replicas, valid_spec, wait_for};
 /// A bound below the stall is what makes the test fail when the stall comes back.
 const PROMPTLY: Duration = Duration::from_secs(25);
 
-/// Waits (bounded by [`WAIT`]) until `cond` holds, checking every 20 ms: for state with no
-/// change notification (the engine's memory, its metrics).
+/// Waits (bounded by [`WAIT`], [`kinfer_testkit::wait::holds`]) until `cond` holds: for
+/// state with no change notification (the engine's memory, its metrics).
 async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let polled = tokio::time::timeout(WAIT, async {
-        while !cond() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    assert!(polled.is_ok(), "timed out waiting until {what}");
+    kinfer_testkit::wait::holds(what, WAIT, cond).await;
 }
 
 /// Deletes a service (as a user does).
