@@ -6,9 +6,12 @@
 //!   or fail when the committed pages differ.
 //! - `ci`: the test command of the README and `.ci/run`.
 //! - `bench [ARGS...]`: build `kinfer-bench` and the operators (release) and run the benchmarks.
+//! - `control-plane --kubeconfig PATH [--audit-log PATH]`: run the real control plane of the
+//!   tests until SIGTERM or SIGINT.
 
 mod bench;
 mod ci;
+mod control_plane;
 mod gen_crds;
 mod gen_docs;
 mod generated;
@@ -46,6 +49,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Start the real control plane the tests use (etcd, kube-apiserver,
+    /// kube-controller-manager), write its admin kubeconfig, print `ready`, run until SIGTERM
+    /// or SIGINT.
+    ControlPlane {
+        /// Where to write the admin kubeconfig.
+        #[arg(long)]
+        kubeconfig: std::path::PathBuf,
+        /// Where the API server writes its audit log (JSON lines, every request at the
+        /// Metadata level); by default inside its run directory, removed on stop.
+        #[arg(long)]
+        audit_log: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -54,5 +69,9 @@ fn main() -> Result<()> {
         Command::GenDocs { check } => gen_docs::run(check),
         Command::Ci => ci::run(&gen_crds::workspace_root()),
         Command::Bench { args } => bench::run(&gen_crds::workspace_root(), &args),
+        Command::ControlPlane {
+            kubeconfig,
+            audit_log,
+        } => control_plane::run(kubeconfig, audit_log),
     }
 }

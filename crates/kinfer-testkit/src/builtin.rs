@@ -8,7 +8,8 @@ use crate::error::ApiError;
 use crate::resources::ResourceDef;
 use crate::state::now;
 
-fn json_type(v: &Value) -> &'static str {
+/// The JSON type of a value, as Go's decoder names it in its errors.
+pub fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::control_plane::ControlPlane;
 use crate::error::Error;
 use crate::faults::{Counters, Fault};
 use crate::simulator::Simulator;
@@ -329,18 +330,54 @@ fn install_crd(state: &State, mut v: Value) -> Result<(), Error> {
     Ok(())
 }
 
-/// A cluster for a test: the in-process one by default, or the cluster in
-/// `KINFER_TEST_KUBECONFIG` when that variable is set.
+/// Where a test's cluster comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The in-process cluster ([`TestCluster`]), a new one per test.
+    Embedded,
+    /// The real control plane of this process ([`ControlPlane::shared`]), built and started on
+    /// first use; tests share it and isolate themselves in namespaces of their own.
+    ControlPlane,
+    /// The cluster of a kubeconfig file.
+    Kubeconfig(PathBuf),
+}
+
+impl Source {
+    /// `KINFER_TEST_KUBECONFIG=PATH` names a cluster, `KINFER_TEST_CLUSTER=control-plane` asks
+    /// for the real control plane (`embedded`, or unset, for the in-process one).
+    pub fn from_env() -> Result<Self, Error> {
+        if let Some(path) = std::env::var_os("KINFER_TEST_KUBECONFIG") {
+            return Ok(Self::Kubeconfig(PathBuf::from(path)));
+        }
+        match std::env::var("KINFER_TEST_CLUSTER").as_deref() {
+            Err(_) | Ok("" | "embedded") => Ok(Self::Embedded),
+            Ok("control-plane") => Ok(Self::ControlPlane),
+            Ok(other) => Err(Error::Kubeconfig(format!(
+                "KINFER_TEST_CLUSTER={other}: expected embedded or control-plane"
+            ))),
+        }
+    }
+
+    /// Whether tests share this cluster with others (so each works in a namespace of its own
+    /// and names cluster-scoped objects uniquely).
+    pub fn is_shared(&self) -> bool {
+        !matches!(self, Self::Embedded)
+    }
+}
+
+/// A cluster for a test, from a [`Source`].
 pub struct TestEnv {
     client: kube::Client,
     cluster: Option<TestCluster>,
     kubeconfig: Option<PathBuf>,
+    control_plane: Option<&'static ControlPlane>,
 }
 
 impl std::fmt::Debug for TestEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TestEnv")
             .field("cluster", &self.cluster)
+            .field("kubeconfig", &self.kubeconfig)
             .finish_non_exhaustive()
     }
 }
@@ -356,7 +393,12 @@ impl TestEnv {
         self.cluster.as_ref()
     }
 
-    /// The kubeconfig of the external cluster, when running against one.
+    /// The real control plane, when running on it (its audit log, its kubectl).
+    pub fn control_plane(&self) -> Option<&'static ControlPlane> {
+        self.control_plane
+    }
+
+    /// The kubeconfig of the external cluster (or the control plane), when running against one.
     pub fn kubeconfig_path(&self) -> Option<&std::path::Path> {
         self.kubeconfig.as_deref()
     }
@@ -380,23 +422,45 @@ impl TestEnv {
     }
 }
 
-/// The one helper every test takes its cluster from.
+/// The one helper every test takes its cluster from: the [`Source`] the environment names
+/// ([`Source::from_env`]; the in-process cluster by default).
 pub async fn test_client() -> Result<TestEnv, Error> {
-    if let Some(path) = std::env::var_os("KINFER_TEST_KUBECONFIG") {
-        let path = PathBuf::from(path);
-        let client = client_from_kubeconfig(&path).await?;
-        return Ok(TestEnv {
-            client,
-            cluster: None,
-            kubeconfig: Some(path),
-        });
+    test_client_on(Source::from_env()?).await
+}
+
+/// A cluster from `source`.
+pub async fn test_client_on(source: Source) -> Result<TestEnv, Error> {
+    match source {
+        Source::Kubeconfig(path) => {
+            let client = client_from_kubeconfig(&path).await?;
+            Ok(TestEnv {
+                client,
+                cluster: None,
+                kubeconfig: Some(path),
+                control_plane: None,
+            })
+        }
+        Source::ControlPlane => {
+            let plane = tokio::task::spawn_blocking(ControlPlane::shared)
+                .await
+                .map_err(|e| Error::ControlPlane(e.to_string()))??;
+            Ok(TestEnv {
+                client: plane.client().await?,
+                cluster: None,
+                kubeconfig: Some(plane.kubeconfig().to_owned()),
+                control_plane: Some(plane),
+            })
+        }
+        Source::Embedded => {
+            let cluster = TestCluster::start().await?;
+            Ok(TestEnv {
+                client: cluster.client()?,
+                cluster: Some(cluster),
+                kubeconfig: None,
+                control_plane: None,
+            })
+        }
     }
-    let cluster = TestCluster::start().await?;
-    Ok(TestEnv {
-        client: cluster.client()?,
-        cluster: Some(cluster),
-        kubeconfig: None,
-    })
 }
 
 async fn config_from_kubeconfig(path: &std::path::Path) -> Result<kube::Config, Error> {

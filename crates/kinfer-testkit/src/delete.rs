@@ -139,6 +139,11 @@ pub fn delete(
         if marked["metadata"].get("deletionTimestamp").is_none() {
             marked["metadata"]["deletionTimestamp"] = json!(now());
             marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            // The real server bumps a generational object's generation when it first marks it:
+            // its controllers' behaviour changes from here on.
+            if let Some(g) = marked["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+                marked["metadata"]["generation"] = json!(g + 1);
+            }
         }
         if def.plural == "namespaces" {
             marked["status"]["phase"] = json!("Terminating");

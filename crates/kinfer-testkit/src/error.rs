@@ -23,6 +23,9 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// The real control plane could not be built, started or reached.
+    #[error("control plane: {0}")]
+    ControlPlane(String),
     /// The API server refused an internal request.
     #[error("api: {0}")]
     Api(#[from] ApiError),

@@ -46,8 +46,9 @@
 //!   `/status` never creates its object (404).
 //! - status subresource: the main endpoint ignores status, `/status` ignores everything else;
 //!   `metadata.generation` bumps on changes outside metadata and status only (outside metadata
-//!   only for custom resources without a status subresource); marking for deletion does not bump
-//!   it, and a repeated DELETE keeps the first `deletionTimestamp`.
+//!   only for custom resources without a status subresource); the first marking for deletion
+//!   bumps it once (as the real server's `markAsDeleting`), and a repeated DELETE keeps the
+//!   first `deletionTimestamp`.
 //! - scale subresource of Deployments, ReplicaSets and StatefulSets ([`scale`]): GET, PUT and
 //!   PATCH of an `autoscaling/v1` `Scale` (`spec.replicas`, `status.replicas`,
 //!   `status.selector`); a write is recorded as the real server records an HPA's: an `Update`
@@ -78,10 +79,13 @@
 //!   `get -o yaml`, `get -w`, `delete --cascade`, CRD then instance, and
 //!   `kubectl kustomize deploy/default | kubectl apply -f -`.
 //!
-//! The conformance suite (`tests/conformance`) takes its cluster from [`test_client`]: set
-//! `KINFER_TEST_KUBECONFIG` to run it against a real cluster, where each test works in a
-//! namespace of its own (deleted afterwards) and the tests that need fault injection, counters,
-//! the simulator or their own cluster options are skipped with a message.
+//! The conformance suite (`tests/conformance`) takes its cluster from [`test_client`]; the same
+//! test files run against the real control plane ([`control_plane`]: etcd, kube-apiserver and
+//! kube-controller-manager built from the pins in `tools/k8s`) as
+//! `tests/control_plane_conformance`, and against any cluster with `KINFER_TEST_KUBECONFIG`.
+//! There each test works in a namespace of its own (deleted afterwards), and the tests of what
+//! only the in-process cluster has (fault injection, counters, the simulator, clusters started
+//! with options of their own) say so and return.
 //!
 //! ## Known differences from a real API server
 //! - No authentication, authorization, admission webhooks, or aggregated discovery;
@@ -97,15 +101,26 @@
 //! - Server-side apply: lists of custom resources are atomic unless the schema says
 //!   `x-kubernetes-list-type`; built-in kinds use a fixed table of merge keys (container ports
 //!   keyed by `containerPort` only); no per-field type-aware normalisation (`"1"` vs `1`).
-//! - Strategic merge: `$setElementOrder` is ignored (existing order is kept).
-//! - CEL: only `self == oldSelf` is evaluated; other rules are accepted without checks.
+//! - Strategic merge: `$setElementOrder` is ignored (lists are ordered as the real server orders
+//!   a merge without it: the patch's items, then those only the live list has).
+//! - CEL: only `self == oldSelf` is evaluated; other rules are accepted without checks (the
+//!   real control plane covers each of kinfer's rules). As on the real server, a blocking
+//!   schema error (wrong type, required, enum, too long, too many) skips the rules and adds a
+//!   cause without a field saying so.
+//! - No controllers run: Deployments get no status (but from the simulator), no namespace holds
+//!   the `kube-root-ca.crt` ConfigMap the real controller manager publishes in each, and
+//!   garbage collection is immediate (the real collector learns of a kind created after it
+//!   started at its next discovery resync, every 30 seconds).
+//! - A JSON patch replacing the root (`"path": ""`) is refused; the real server takes it as a
+//!   no-op.
 //! - Secret `data` values are not checked to be valid base64, and Secret `type` and
 //!   `immutable` are not enforced.
 //! - Built-in kinds are not validated nor defaulted (beyond names, labels, JSON types,
 //!   namespace phase, pod phase, CRD status); no grace periods: pods are deleted at once.
 //! - While a CRD is being deleted, new instances can still be created (the real server refuses
 //!   them); its instances' finalizers hold the CRD as on a real cluster.
-//! - Server-side apply on `/scale` answers 415; custom resources have no `/scale`.
+//! - Server-side apply on `/scale` answers 415 (the real server serves it); custom resources
+//!   have no `/scale`.
 //! - POST is refused on every subresource (the real server serves POST subresources such as
 //!   `pods/eviction` or `pods/binding`, which are not served here).
 //! - Watch bookmarks are sent every few seconds (configurable, at least every millisecond), not
@@ -120,6 +135,7 @@
 pub mod builtin;
 pub mod cluster;
 pub mod commit;
+pub mod control_plane;
 pub mod delete;
 pub mod discovery;
 pub mod error;
@@ -144,9 +160,10 @@ pub mod watch;
 pub mod write;
 
 pub use cluster::{
-    FaultHandle, RunOptions, TestCluster, TestEnv, client_from_kubeconfig, load_crds, run_cluster,
-    serve_until, test_client,
+    FaultHandle, RunOptions, Source, TestCluster, TestEnv, client_from_kubeconfig, load_crds,
+    run_cluster, serve_until, test_client, test_client_on,
 };
+pub use control_plane::ControlPlane;
 pub use error::{ApiError, Error};
 pub use faults::{CONFLICT_LOG, Conflict, Counters, Fault, RequestInfo};
 pub use simulator::{JobOutcome, Simulator};

@@ -2,7 +2,8 @@
 //! defaults, validate. Failures become one 422 `Invalid` with a cause per field.
 //!
 //! Supported: `type` (and `nullable`), `x-kubernetes-int-or-string`, `required`, `enum`,
-//! `format` (`date-time`, `quantity`, `int32`), `pattern`, `minimum`/`maximum` (and the exclusive
+//! `format` (`date-time`, `int32`; like the real server, not `quantity`, which it does not
+//! know), `pattern`, `minimum`/`maximum` (and the exclusive
 //! forms), `minLength`/`maxLength`, `minItems`/`maxItems`, `minProperties`/`maxProperties`,
 //! `items`, `additionalProperties`, `allOf`/`anyOf`/`oneOf` (value checks only), `default`,
 //! `x-kubernetes-preserve-unknown-fields`, `x-kubernetes-embedded-resource`, and CEL rules of the
@@ -29,7 +30,7 @@ pub fn admit(
         return Ok(());
     };
     let props = schema.get("properties");
-    let mut causes = Vec::new();
+    let mut causes = Found::default();
     let keys: Vec<String> = obj.keys().cloned().collect();
     for k in keys {
         if matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
@@ -73,10 +74,69 @@ pub fn admit(
             causes.push(cause("FieldValueRequired", "Required value", r.to_owned()));
         }
     }
+    let causes = causes.into_causes(schema);
     if causes.is_empty() {
         Ok(())
     } else {
         Err(ApiError::invalid(group, kind, name, &causes))
+    }
+}
+
+/// What validation found: schema violations, and failed CEL rules, which the real server
+/// reports only for an object the schema accepts.
+#[derive(Default)]
+struct Found {
+    schema: Vec<Cause>,
+    cel: Vec<Cause>,
+}
+
+impl Found {
+    /// A schema violation.
+    fn push(&mut self, c: Cause) {
+        self.schema.push(c);
+    }
+
+    /// The causes the real server answers (apiextensions' `hasBlockingErr`): when the schema
+    /// found a blocking error (a wrong type, a missing required field, a value outside an
+    /// enum, too long, too many), the rules are not evaluated and, when the schema has any, a
+    /// last cause without a field says so; otherwise the schema's violations and the failed
+    /// rules.
+    fn into_causes(mut self, schema: &Value) -> Vec<Cause> {
+        let blocking = self.schema.iter().any(|c| {
+            matches!(
+                c.reason,
+                "FieldValueTypeInvalid"
+                    | "FieldValueRequired"
+                    | "FieldValueNotSupported"
+                    | "FieldValueTooLong"
+                    | "FieldValueTooMany"
+            )
+        });
+        if !blocking {
+            self.schema.append(&mut self.cel);
+            return self.schema;
+        }
+        if has_rules(schema) {
+            self.schema.push(cause(
+                "FieldValueInvalid",
+                "Invalid value: null: some validation rules were not checked because the object \
+                 was invalid; correct the existing errors to complete validation",
+                "<nil>".to_owned(),
+            ));
+        }
+        self.schema
+    }
+}
+
+/// Whether a schema holds an `x-kubernetes-validations` rule anywhere.
+fn has_rules(s: &Value) -> bool {
+    match s {
+        Value::Object(m) => m.iter().any(|(k, v)| {
+            (k == "x-kubernetes-validations" && v.as_array().is_some_and(|a| !a.is_empty()))
+                || has_rules(v)
+        }),
+        Value::Array(a) => a.iter().any(has_rules),
+        _ => false,
     }
 }
 
@@ -180,13 +240,6 @@ fn type_ok(v: &Value, s: &Value) -> bool {
     }
 }
 
-fn quantity_ok(s: &str) -> bool {
-    static QUANTITY: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[munkMGTPE])?$").ok()
-    });
-    QUANTITY.as_ref().is_some_and(|r| r.is_match(s))
-}
-
 /// Whether `x` fails the schema `pattern` (compiled once per pattern; an invalid pattern
 /// matches everything).
 fn pattern_fails(pattern: &str, x: &str) -> bool {
@@ -201,7 +254,7 @@ fn pattern_fails(pattern: &str, x: &str) -> bool {
         .is_some_and(|r| !r.is_match(x))
 }
 
-fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
+fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Found) {
     if !type_ok(v, s) {
         let want = if s["x-kubernetes-int-or-string"].as_bool() == Some(true) {
             "integer or string"
@@ -233,7 +286,7 @@ fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Vec
             path.to_owned(),
         ));
     }
-    let invalid = |out: &mut Vec<Cause>, msg: String| {
+    let invalid = |out: &mut Found, msg: String| {
         out.push(cause(
             "FieldValueInvalid",
             format!("Invalid value: {}: {path} in body {msg}", short(v)),
@@ -261,7 +314,6 @@ fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Vec
             Some("date-time") if x.parse::<k8s_openapi::jiff::Timestamp>().is_err() => {
                 invalid(out, "must be of type date-time".to_owned());
             }
-            Some("quantity") if !quantity_ok(x) => invalid(out, "must be a quantity".to_owned()),
             _ => {}
         }
     }
@@ -323,9 +375,9 @@ fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Vec
     for (key, exactly_one) in [("anyOf", false), ("oneOf", true)] {
         if let Some(alts) = s[key].as_array() {
             let passing = alts.iter().filter(|a| {
-                let mut tmp = Vec::new();
+                let mut tmp = Found::default();
                 validate(v, a, old, path, &mut tmp);
-                tmp.is_empty()
+                tmp.schema.is_empty() && tmp.cel.is_empty()
             });
             let n = passing.count();
             if n == 0 || (exactly_one && n > 1) {
@@ -360,7 +412,7 @@ fn validate(v: &Value, s: &Value, old: Option<&Value>, path: &str, out: &mut Vec
             let msg = rule["message"]
                 .as_str()
                 .unwrap_or("failed rule: self == oldSelf");
-            out.push(cause(
+            out.cel.push(cause(
                 "FieldValueInvalid",
                 format!("Invalid value: {}: {msg}", short(v)),
                 path.to_owned(),
@@ -374,7 +426,7 @@ fn validate_object(
     s: &Value,
     old: Option<&Value>,
     path: &str,
-    out: &mut Vec<Cause>,
+    out: &mut Found,
 ) {
     let n = m.len() as u64;
     if let Some(x) = s["minProperties"].as_u64().filter(|x| n < *x) {

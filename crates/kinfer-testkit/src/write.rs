@@ -181,7 +181,7 @@ pub fn update(
                 name,
                 &[crate::error::Cause {
                     reason: "FieldValueInvalid",
-                    message: "Invalid value: 0x0: must be specified for an update".to_owned(),
+                    message: "Invalid value: 0: must be specified for an update".to_owned(),
                     field: "metadata.resourceVersion".to_owned(),
                 }],
             ));
@@ -307,6 +307,13 @@ pub fn patch(
     let Some(old) = old else {
         return Err(ApiError::not_found(&def.group, &def.plural, name));
     };
+    if matches!(kind, PatchKind::Merge | PatchKind::Strategic) && !patch.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "error decoding patch: json: cannot unmarshal {} into Go value of type \
+             map[string]interface {{}}",
+            crate::builtin::json_type(patch)
+        )));
+    }
     let mut new = old.clone();
     match kind {
         PatchKind::Merge => merge::merge_patch(&mut new, patch),
@@ -329,6 +336,7 @@ pub fn patch(
         }
         PatchKind::Apply => {}
     }
+    crate::builtin::check_decodable(def, &new).map_err(|e| undecodable_patch(&new, &e))?;
     if let Some(rv) = patch["metadata"]["resourceVersion"].as_str()
         && rv
             != old["metadata"]["resourceVersion"]
@@ -361,6 +369,22 @@ pub fn patch(
         object,
         created: false,
     })
+}
+
+/// 422 for a patch whose result the server cannot decode (a string for `metadata`, a number
+/// for a label), as the real server answers it: the patched object quoted against the field
+/// `patch`, with the decoder's complaint.
+fn undecodable_patch(patched: &Value, e: &ApiError) -> ApiError {
+    let why = e
+        .message
+        .find("json: ")
+        .map_or(e.message.as_str(), |i| &e.message[i..]);
+    let cause = crate::error::Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {:?}: {why}", patched.to_string()),
+        field: "patch".to_owned(),
+    };
+    ApiError::invalid("", "", "", &[cause])
 }
 
 /// The UID `body` names when it is not `old`'s: the write was meant for an object that is

@@ -1,7 +1,10 @@
 //! Strategic merge patch for built-in kinds: like a merge patch, but lists with a merge key
 //! (see [`super::shape`]) merge item by item, set lists (finalizers) take the union, and the
 //! directives `$patch: replace|delete`, `$retainKeys`, `$deleteFromPrimitiveList/<f>` and
-//! `$setElementOrder/<f>` (ignored: order is kept) are understood.
+//! `$setElementOrder/<f>` (ignored) are understood. A merged list is ordered as the real
+//! server orders it (apimachinery's `normalizeElementOrder`): the patch's items in patch order,
+//! with the items only the live list has inserted where the live order places them relative
+//! to the patch's items it also holds.
 
 use serde_json::Value;
 
@@ -61,13 +64,14 @@ fn merge(target: &mut Value, patch: &Value, shape: &Shape, trail: &mut Vec<Strin
                 merge_keyed(slot, items, &keys, shape, trail);
             }
             (Value::Array(items), ListKind::Set) => {
-                let mut cur = slot.as_array().cloned().unwrap_or_default();
+                let original = slot.as_array().cloned().unwrap_or_default();
+                let mut cur = original.clone();
                 for it in items {
                     if !cur.contains(it) {
                         cur.push(it.clone());
                     }
                 }
-                *slot = Value::Array(cur);
+                *slot = Value::Array(server_order(cur, items, &original, ToString::to_string));
             }
             _ => merge(slot, v, shape, trail),
         }
@@ -101,6 +105,7 @@ fn merge_keyed(
         return;
     }
     let mut cur = slot.as_array().cloned().unwrap_or_default();
+    let mut kept = Vec::new();
     for item in items {
         let k = item_key(item, key);
         let pos = cur.iter().position(|c| item_key(c, key) == k);
@@ -110,6 +115,7 @@ fn merge_keyed(
             }
             continue;
         }
+        kept.push(item.clone());
         if let Some(i) = pos {
             merge(&mut cur[i], item, shape, trail);
         } else {
@@ -118,7 +124,51 @@ fn merge_keyed(
             cur.push(fresh);
         }
     }
-    *slot = Value::Array(cur);
+    let original: Vec<Value> = slot
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| cur.iter().any(|c| item_key(c, key) == item_key(o, key)))
+        .cloned()
+        .collect();
+    *slot = Value::Array(server_order(cur, &kept, &original, |v| item_key(v, key)));
+}
+
+/// The order the real server gives a merged list (apimachinery's `mergeSlice` then
+/// `normalizeElementOrder`): the items the patch names, in patch order, merged with the items
+/// only the live list has, in live order; a live-only item goes before a patch item only when
+/// both are in the live list and it comes first there.
+fn server_order(
+    merged: Vec<Value>,
+    patch: &[Value],
+    live: &[Value],
+    key: impl Fn(&Value) -> String,
+) -> Vec<Value> {
+    let patch_keys: Vec<String> = patch.iter().map(&key).collect();
+    let live_keys: Vec<String> = live.iter().map(&key).collect();
+    let (mut named, server_only): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|v| patch_keys.contains(&key(v)));
+    named.sort_by_key(|v| patch_keys.iter().position(|k| *k == key(v)));
+    let live_index = |v: &Value| live_keys.iter().position(|k| *k == key(v));
+    let mut out = Vec::with_capacity(named.len() + server_only.len());
+    let (mut left, mut right) = (
+        server_only.into_iter().peekable(),
+        named.into_iter().peekable(),
+    );
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => {
+                matches!((live_index(l), live_index(r)), (Some(a), Some(b)) if a < b)
+            }
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -136,7 +186,7 @@ mod tests {
         assert_eq!(
             d,
             json!({"spec": {"containers": [{"name": "a", "image": "2",
-                "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]}]}})
+                "env": [{"name": "Y", "value": "2"}, {"name": "X", "value": "1"}]}]}})
         );
     }
 }

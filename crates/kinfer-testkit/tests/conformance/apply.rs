@@ -312,9 +312,12 @@ async fn identical_apply_after_a_status_write_is_still_a_no_op() {
     assert!(fields["f:status"]["f:phase"].is_object(), "{fields}");
 }
 
+/// A Deployment a real server accepts (selector and matching labels), with `containers`.
 fn deployment(containers: Value) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-           "spec": {"template": {"spec": {"containers": containers}}}})
+           "spec": {"selector": {"matchLabels": {"app": "d"}},
+                    "template": {"metadata": {"labels": {"app": "d"}},
+                                 "spec": {"containers": containers}}}})
 }
 
 fn owned(o: &k8s_openapi::api::apps::v1::Deployment, manager: &str) -> Value {

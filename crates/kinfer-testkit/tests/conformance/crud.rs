@@ -104,7 +104,13 @@ async fn resource_version_is_a_global_counter() {
     let (_c, client) = cluster().await;
     let a = create_widget(&client, "a", json!({"size": 1})).await;
     let b = create_widget(&client, "b", json!({"size": 1})).await;
-    assert_eq!(rv(&b), rv(&a) + 1);
+    // Later writes of any kind get higher versions (etcd's revision on a real cluster, where
+    // other writers run in between; one more in process, where nothing else writes).
+    if crate::common::external() {
+        assert!(rv(&b) > rv(&a));
+    } else {
+        assert_eq!(rv(&b), rv(&a) + 1);
+    }
 }
 
 #[tokio::test]
@@ -127,6 +133,7 @@ async fn list_with_label_and_field_selectors() {
         l.items
             .into_iter()
             .map(|o| o.metadata.name.unwrap())
+            .filter(|n| n != crate::common::ROOT_CA)
             .collect::<Vec<_>>()
     };
     assert_eq!(
@@ -297,6 +304,7 @@ async fn delete_collection_by_label() {
         .items
         .into_iter()
         .map(|o| o.metadata.name.unwrap())
+        .filter(|n| n != crate::common::ROOT_CA)
         .collect();
     assert_eq!(left, ["c"]);
 }
@@ -417,7 +425,7 @@ async fn custom_resource_put_without_resource_version_is_422() {
     assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
     assert!(
         s.message.contains(
-            "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+            "metadata.resourceVersion: Invalid value: 0: must be specified for an update"
         ),
         "{}",
         s.message
@@ -506,10 +514,12 @@ async fn malformed_bodies_are_refused_without_harming_the_server() {
     cms.create(&PostParams::default(), &cm("c", &[]))
         .await
         .unwrap();
-    for body in [
-        r#""x""#,
-        r#"{"metadata":"x"}"#,
-        r#"{"metadata":{"labels":{"a":[1]}}}"#,
+    // A body that is no patch is a bad request; a patch whose result cannot be decoded is an
+    // invalid `patch`.
+    for (body, want) in [
+        (r#""x""#, 400),
+        (r#"{"metadata":"x"}"#, 422),
+        (r#"{"metadata":{"labels":{"a":[1]}}}"#, 422),
     ] {
         let (code, b) = raw(
             &client,
@@ -519,7 +529,10 @@ async fn malformed_bodies_are_refused_without_harming_the_server() {
             body,
         )
         .await;
-        assert_eq!(code, 400, "{body}: {b}");
+        assert_eq!(code, want, "{body}: {b}");
+        if want == 422 {
+            assert_eq!(b["details"]["causes"][0]["field"], "patch", "{b}");
+        }
     }
     let (code, b) = raw(
         &client,
@@ -529,7 +542,12 @@ async fn malformed_bodies_are_refused_without_harming_the_server() {
         r#"[{"op":"replace","path":"","value":7}]"#,
     )
     .await;
-    assert!(matches!(code, 400 | 422), "{b}");
+    // Refused (the in-process cluster), or taken as a no-op (the real server's JSON patch
+    // library does not replace the root): either way the object is intact.
+    assert!(
+        matches!(code, 400 | 422) || (code == 200 && b["data"] == json!({"k": "v"})),
+        "{code}: {b}"
+    );
     // POST on a named object or a subresource is not a create.
     for uri in [
         "/api/v1/namespaces/default/configmaps/c",

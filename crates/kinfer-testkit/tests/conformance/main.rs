@@ -22,3 +22,9 @@ mod schema;
 mod secrets;
 mod simulator;
 mod watch;
+
+/// The cluster the environment names (`KINFER_TEST_CLUSTER`, `KINFER_TEST_KUBECONFIG`; the
+/// in-process one by default).
+fn source() -> kinfer_testkit::Source {
+    kinfer_testkit::Source::from_env().expect("KINFER_TEST_CLUSTER")
+}

@@ -166,10 +166,14 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
     let (_c, client) = cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let mk = |n: &str| -> ConfigMap {
-        serde_json::from_value(json!({"metadata": {"name": n}})).unwrap()
+        serde_json::from_value(json!({"metadata": {"name": n, "labels": {"test": "stream"}}}))
+            .unwrap()
     };
     cms.create(&PostParams::default(), &mk("a")).await.unwrap();
-    let cfg = watcher::Config::default().streaming_lists();
+    // Only the test's own ConfigMaps (a real namespace also holds `common::ROOT_CA`).
+    let cfg = watcher::Config::default()
+        .labels("test=stream")
+        .streaming_lists();
     let mut events = watcher(cms.clone(), cfg).boxed();
     let mut seen_done = false;
     tokio::time::timeout(TIMEOUT, async {

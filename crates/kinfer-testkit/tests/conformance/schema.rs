@@ -3,7 +3,8 @@ use serde_json::json;
 
 use crate::common::{api_status, cluster, create_widget, widget, widgets};
 
-async fn invalid_fields(spec: serde_json::Value) -> Vec<String> {
+/// The causes of the 422 a create of a Widget with `spec` gets.
+async fn invalid_causes(spec: serde_json::Value) -> Vec<kube::core::response::StatusCause> {
     let (_c, client) = cluster().await;
     let e = widgets(&client)
         .create(&PostParams::default(), &widget("bad", spec))
@@ -16,12 +17,35 @@ async fn invalid_fields(spec: serde_json::Value) -> Vec<String> {
         "{}",
         s.message
     );
-    s.details
-        .unwrap()
-        .causes
-        .into_iter()
-        .map(|c| c.field)
-        .collect()
+    s.details.unwrap().causes
+}
+
+/// The fields the 422 names, once each, in order (without the field-less causes: the real
+/// server adds some for `anyOf` failures and for CEL rules it did not evaluate).
+async fn invalid_fields(spec: serde_json::Value) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    for c in invalid_causes(spec).await {
+        if c.field != "<nil>" && !fields.contains(&c.field) {
+            fields.push(c.field);
+        }
+    }
+    fields
+}
+
+#[tokio::test]
+async fn a_blocking_error_leaves_cel_rules_unchecked_and_says_so() {
+    // A wrong type blocks the Widget's CEL rules: a last cause without a field says so.
+    let causes = invalid_causes(json!({"size": "big"})).await;
+    let last = causes.last().unwrap();
+    assert_eq!(last.field, "<nil>", "{causes:?}");
+    assert!(
+        last.message
+            .contains("some validation rules were not checked because the object was invalid"),
+        "{causes:?}"
+    );
+    // A pattern violation does not block them: no such cause.
+    let causes = invalid_causes(json!({"size": 1, "name": "UPPER"})).await;
+    assert!(causes.iter().all(|c| c.field != "<nil>"), "{causes:?}");
 }
 
 #[tokio::test]
@@ -66,10 +90,6 @@ async fn formats_int_or_string_quantity_and_date_time() {
         ["spec.memory"]
     );
     assert_eq!(
-        invalid_fields(json!({"size": 1, "memory": "lots"})).await,
-        ["spec.memory"]
-    );
-    assert_eq!(
         invalid_fields(json!({"size": 1, "when": "yesterday"})).await,
         ["spec.when"]
     );
@@ -81,6 +101,9 @@ async fn formats_int_or_string_quantity_and_date_time() {
     )
     .await;
     create_widget(&client, "ok2", json!({"size": 1, "memory": 3})).await;
+    // The server does not check `format: quantity` (not a format it knows): a typed client
+    // finds such a value when it parses it.
+    create_widget(&client, "lots", json!({"size": 1, "memory": "lots"})).await;
 }
 
 #[tokio::test]
