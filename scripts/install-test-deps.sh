@@ -8,19 +8,22 @@
 # - docker-registry: the reference OCI distribution server for kinfer-oci's registry tests
 #   (Debian package docker-registry; the tests start the binary themselves on loopback, the
 #   package's own service is not used).
+# - musl-gcc: the C compiler for the static musl binaries of `cargo xtask image` (Debian
+#   package musl-tools; ring compiles C).
 #
 # Tests call this themselves when a tool is missing, so nothing is ever installed by hand.
 # Installing needs root, or password-less sudo, and Debian's package mirror (as on CI).
 set -euo pipefail
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kubectl docker-registry)
+[ ${#tools[@]} -gt 0 ] || tools=(kubectl docker-registry musl-gcc)
 
 # tool -> "package binary"
 describe() {
     case "$1" in
         kubectl) echo "kubernetes-client kubectl" ;;
         docker-registry) echo "docker-registry /usr/bin/docker-registry" ;;
+        musl-gcc) echo "musl-tools musl-gcc" ;;
         *) echo "install-test-deps: unknown tool: $1" >&2; return 1 ;;
     esac
 }

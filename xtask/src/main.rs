@@ -6,6 +6,8 @@
 //!   or fail when the committed pages differ.
 //! - `ci`: the test command of the README and `.ci/run`.
 //! - `bench [ARGS...]`: build `kinfer-bench` and the operators (release) and run the benchmarks.
+//! - `image [--tag T] [--registry R] [--push] [--only BINARY]...`: the OCI images of the
+//!   operators and of `kinfer` (docs/images.md).
 //! - `control-plane --kubeconfig PATH [--audit-log PATH]`: run the real control plane of the
 //!   tests until SIGTERM or SIGINT.
 
@@ -15,6 +17,7 @@ mod control_plane;
 mod gen_crds;
 mod gen_docs;
 mod generated;
+mod image;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -49,6 +52,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Build the OCI images of the operators and of `kinfer` (static musl binaries, no
+    /// container engine) into `target/images/<binary>/`, and push them with `--push`.
+    Image(image::Args),
     /// Start the real control plane the tests use (etcd, kube-apiserver,
     /// kube-controller-manager), write its admin kubeconfig, print `ready`, run until SIGTERM
     /// or SIGINT.
@@ -69,6 +75,7 @@ fn main() -> Result<()> {
         Command::GenDocs { check } => gen_docs::run(check),
         Command::Ci => ci::run(&gen_crds::workspace_root()),
         Command::Bench { args } => bench::run(&gen_crds::workspace_root(), &args),
+        Command::Image(args) => image::run(&gen_crds::workspace_root(), &args),
         Command::ControlPlane {
             kubeconfig,
             audit_log,
