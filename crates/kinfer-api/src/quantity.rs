@@ -63,7 +63,10 @@ pub fn parse_bytes(raw: &str) -> Result<u64, QuantityError> {
     let digits = format!("{int_part}{frac_part}");
     let mantissa: u128 = digits.parse().map_err(|_| invalid("number too large"))?;
     let frac_len = i32::try_from(frac_part.len()).map_err(|_| invalid("number too long"))?;
-    let scale = dec - frac_len;
+    // Checked: the exponent is the tenant's (`1.5e-2147483648` would underflow).
+    let scale = dec
+        .checked_sub(frac_len)
+        .ok_or_else(|| invalid("exponent out of range"))?;
     let mut value = mantissa
         .checked_mul(1u128 << bin)
         .ok_or_else(|| invalid("size too large"))?;
@@ -158,6 +161,9 @@ mod tests {
             ("64GB", None),
             ("", None),
             ("99999999999Ei", None),
+            ("1.5e-2147483648", None),
+            ("1e2147483647", None),
+            ("1e-2147483648", None),
         ];
         for (raw, want) in cases {
             assert_eq!(parse_bytes(raw).ok(), want, "{raw:?}");

@@ -417,6 +417,8 @@ pub fn inference_service(input: &InferenceServiceInput) -> Result<BuiltInference
                 min_replicas: Some(min),
                 max_replicas: Some(max),
                 service_account_name: input.service_account_name.clone(),
+                // The model server never calls the Kubernetes API: no token to steal.
+                automount_service_account_token: Some(false),
                 image_pull_secrets: pod::pull_secrets(&input.image_pull_secrets),
                 security_context: Some(security::pod_as(input.pod_identity)),
                 volumes: non_empty_vec(volumes),

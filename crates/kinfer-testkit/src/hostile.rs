@@ -97,6 +97,7 @@ pub fn quantity(rng: &mut Rng) -> Value {
             json!("１Gi"),
             json!("16GB"),
             json!("1.5.5Gi"),
+            json!("1.5e-2147483648"),
         ],
         &[json!(7), json!(-7), json!(true)],
     )

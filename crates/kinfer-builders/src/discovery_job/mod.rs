@@ -170,6 +170,8 @@ pub fn discovery_job(input: &DiscoveryInput) -> Result<Job, Error> {
             containers: vec![container],
             restart_policy: Some("Never".to_owned()),
             service_account_name: input.service_account_name.clone(),
+            // The dry run only prints its profile: no API token.
+            automount_service_account_token: Some(false),
             image_pull_secrets: pod::pull_secrets(&input.image_pull_secrets),
             security_context: Some(security::pod(Some(JOB_USER), None)),
             ..PodSpec::default()

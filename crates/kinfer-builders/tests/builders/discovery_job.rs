@@ -38,6 +38,7 @@ fn discovery_job_follows_the_contract() {
         "qwen3-32b-1x-mi300x-lat-fp8"
     );
     let pod = &json["spec"]["template"]["spec"];
+    assert_eq!(pod["automountServiceAccountToken"], false, "no API token");
     assert_eq!(pod["restartPolicy"], "Never");
     assert_eq!(pod["securityContext"]["runAsUser"], 65532);
     assert_eq!(

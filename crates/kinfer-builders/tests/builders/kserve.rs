@@ -207,6 +207,15 @@ fn inference_service_name_is_aim_engines() {
 }
 
 #[test]
+fn predictor_pods_get_no_api_token() {
+    let json = serde_json::to_value(isvc()).expect("json");
+    assert_eq!(
+        json["spec"]["predictor"]["automountServiceAccountToken"],
+        false
+    );
+}
+
+#[test]
 fn predictor_runs_as_the_cache_owner() {
     let json = serde_json::to_value(isvc()).expect("json");
     let sc = &json["spec"]["predictor"]["securityContext"];
