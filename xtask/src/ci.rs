@@ -24,7 +24,7 @@ pub fn run(root: &Path) -> Result<()> {
             .arg(root.join("scripts/install-test-deps.sh"))
             .current_dir(root),
     )?;
-    let k8s = control_plane_binaries(root)?;
+    let k8s = control_plane_binaries()?;
     crate::gen_crds::run(true)?;
     crate::gen_docs::run(true)?;
     single_kube(root)?;
@@ -37,26 +37,18 @@ pub fn run(root: &Path) -> Result<()> {
     )
 }
 
-/// Builds (or finds) the control plane's binaries; their directory.
-fn control_plane_binaries(root: &Path) -> Result<String> {
+/// Builds (or finds) the control plane's binaries (`scripts/build-k8s.sh`, through the
+/// harness the tests use); their directory.
+fn control_plane_binaries() -> Result<std::path::PathBuf> {
     eprintln!("xtask: building or reusing the real control plane (scripts/build-k8s.sh)");
     let started = std::time::Instant::now();
-    let output = Command::new("bash")
-        .arg(root.join("scripts/build-k8s.sh"))
-        .current_dir(root)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .context("running scripts/build-k8s.sh")?;
-    if !output.status.success() {
-        bail!(
-            "scripts/build-k8s.sh failed ({}): the real control plane is built with Go 1.26 \
-             from the Go module proxy (docs/development.md)",
-            output.status
-        );
-    }
-    let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let dir = kinfer_testkit::control_plane::binaries::dir().context(
+        "the real control plane is built with Go 1.26 from the Go module proxy \
+         (docs/development.md)",
+    )?;
     eprintln!(
-        "xtask ci: control plane binaries in {dir} ({:.0} s)",
+        "xtask ci: control plane binaries in {} ({:.0} s)",
+        dir.display(),
         started.elapsed().as_secs_f64()
     );
     Ok(dir)

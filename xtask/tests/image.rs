@@ -263,10 +263,7 @@ async fn images_build_push_pull_and_run() {
 
     // The operator's binary from the image starts against the real control plane and talks
     // to it over TLS (it lists its kind: the audit log shows it).
-    let plane = tokio::task::spawn_blocking(kinfer_testkit::ControlPlane::shared)
-        .await
-        .unwrap()
-        .unwrap();
+    let plane = kinfer_testkit::ControlPlane::shared_async().await.unwrap();
     run(plane.kubectl().unwrap().args([
         "apply",
         "--server-side",

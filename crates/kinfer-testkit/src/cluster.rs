@@ -441,9 +441,7 @@ pub async fn test_client_on(source: Source) -> Result<TestEnv, Error> {
             })
         }
         Source::ControlPlane => {
-            let plane = tokio::task::spawn_blocking(ControlPlane::shared)
-                .await
-                .map_err(|e| Error::ControlPlane(e.to_string()))??;
+            let plane = ControlPlane::shared_async().await?;
             Ok(TestEnv {
                 client: plane.client().await?,
                 cluster: None,

@@ -12,10 +12,7 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 
 async fn plane() -> &'static ControlPlane {
-    tokio::task::spawn_blocking(ControlPlane::shared)
-        .await
-        .unwrap()
-        .unwrap()
+    ControlPlane::shared_async().await.unwrap()
 }
 
 async fn create_namespace(client: &kube::Client, name: &str) {

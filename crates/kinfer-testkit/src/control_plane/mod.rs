@@ -122,6 +122,14 @@ impl ControlPlane {
             .map_err(|e| Error::ControlPlane(e.clone()))
     }
 
+    /// [`ControlPlane::shared`] from async code: the blocking start runs off the caller's
+    /// runtime.
+    pub async fn shared_async() -> Result<&'static ControlPlane, Error> {
+        tokio::task::spawn_blocking(Self::shared)
+            .await
+            .map_err(|e| Error::ControlPlane(e.to_string()))?
+    }
+
     /// Starts a control plane and waits until it is ready.
     pub async fn start(options: Options) -> Result<Self, Error> {
         static N: AtomicU64 = AtomicU64::new(0);
