@@ -8,7 +8,7 @@ mod support;
 
 use std::sync::Arc;
 
-use kinfer_api::aim::{AIMService, AIMTemplateCache};
+use kinfer_api::aim::{AIMArtifact, AIMService, AIMTemplateCache};
 use kinfer_builders::naming::aim as names;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -410,4 +410,25 @@ async fn every_upstream_sample_reaches_its_documented_state() {
     assert_eq!(cond(c, "ArtifactsReady").0, "True");
 
     steady(&env, NS).await;
+
+    // Sample 03's service (runtime config 02) and sample 07's (the cluster default) share the
+    // `hf://org/model` artifact through two caches: its spec was written at most three times
+    // (created, created again by the other cache before the first creation reached it, taken
+    // over by the cache sorting first), never passed back and forth between them.
+    let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
+    let shared: Vec<AIMArtifact> = artifacts
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|a| a.spec.source_uri == "hf://org/model")
+        .collect();
+    assert_eq!(shared.len(), 1, "{shared:#?}");
+    let generation = shared[0].metadata.generation.unwrap_or_default();
+    assert!(
+        generation <= 3,
+        "written {generation} times: {:?}",
+        shared[0].metadata
+    );
 }

@@ -11,6 +11,10 @@
 //!   is planned, named by the upstream rule over (uri, env, storage class[, "dedicated",
 //!   cache]); Shared artifacts are created without owner (and kept), Dedicated ones owned by
 //!   the cache. Its env is the cache env with the source's env over it, sorted by name.
+//! - A shared artifact in use is kept applied by the cache whose name sorts first among those
+//!   that created or took it over (its creator label); that cache plans it only when its copy
+//!   differs from the artifact as read (labels it sets, or spec), so a read lagging behind a
+//!   takeover never undoes it.
 //! - Created artifacts carry upstream's labels ([`kinfer_api::labels::aim`]):
 //!   `aim.eai.amd.com/template.{name,scope,index}`, `aim.eai.amd.com/template-cache.name=
 //!   <creator>` (the finalizer removes its non-Ready ones) and `template-created=true`, so
@@ -196,12 +200,19 @@ pub fn artifacts(
             // among those that created or took it over (its creator label), so its labels and
             // spec do not depend on which cache reconciled first. An artifact without the
             // label (created by another operator) is used as it is.
+            //
+            // The keeper writes only what changes the artifact as it was read: its read may lag
+            // behind a takeover by a cache sorting first, and re-applying its own copy would
+            // undo that takeover, which the other cache would redo, and so on while both read
+            // stale copies. The taking cache's apply is harmless on a stale read (it converges
+            // on the same object).
             Some(a) if !dedicated => match a.labels().get(CREATOR_LABEL) {
-                Some(creator) if *creator >= scheme::label_value(&cache.name_any()) => Some({
+                Some(creator) if *creator >= scheme::label_value(&cache.name_any()) => {
                     let mut d = build()?;
                     d.metadata.name = Some(a.name_any());
-                    d
-                }),
+                    let labelled = d.labels().iter().all(|(k, v)| a.labels().get(k) == Some(v));
+                    (!labelled || d.spec != a.spec).then_some(d)
+                }
                 _ => None,
             },
             // An owned artifact stays planned (so it is not pruned) with what this cache
@@ -426,5 +437,69 @@ mod tests {
             "no status churn per progress tick"
         );
         assert!(!messages[0].contains('%'), "{}", messages[0]);
+    }
+
+    fn cache(name: &str, env: &[(&str, &str)]) -> AIMTemplateCache {
+        let env: Vec<_> = env
+            .iter()
+            .map(|(n, v)| serde_json::json!({"name": n, "value": v}))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+            "spec": {"templateName": format!("t-{name}"), "templateScope": "Namespace",
+                     "mode": "Shared", "env": env}}))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The shared artifact `cache` would create for `source`, as the API server returns it.
+    fn created_by(cache: &AIMTemplateCache, source: &AIMModelSource) -> AIMArtifact {
+        let list = artifacts(cache, std::slice::from_ref(source), &[], None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut a = list[0].desired.clone().unwrap_or_else(|| panic!("planned"));
+        a.metadata.resource_version = Some("7".into());
+        a
+    }
+
+    fn plans(cache: &AIMTemplateCache, source: &AIMModelSource, live: &AIMArtifact) -> bool {
+        artifacts(
+            cache,
+            std::slice::from_ref(source),
+            std::slice::from_ref(live),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))[0]
+            .desired
+            .is_some()
+    }
+
+    /// Two shared caches of one source: the one sorting first takes the artifact over; the
+    /// other writes it only when its own copy changes, so a read lagging behind the takeover
+    /// does not undo it.
+    #[test]
+    fn a_keeper_reading_its_own_copy_writes_nothing() {
+        let source: AIMModelSource = serde_json::from_value(
+            serde_json::json!({"name": "org/m", "modelId": "org/m", "sourceUri": "hf://org/m"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (first, second) = (cache("a-cache", &[]), cache("g-cache", &[]));
+        let by_second = created_by(&second, &source);
+        assert!(
+            plans(&first, &source, &by_second),
+            "the first cache takes over"
+        );
+        assert!(
+            !plans(&second, &source, &by_second),
+            "the creator's own copy, as read (possibly before a takeover): nothing to write"
+        );
+        assert!(
+            !plans(&second, &source, &created_by(&first, &source)),
+            "taken over: the second cache leaves it"
+        );
+        let changed = cache("g-cache", &[("HF_HUB_OFFLINE", "1")]);
+        assert!(
+            plans(&changed, &source, &by_second),
+            "a keeper whose own inputs changed applies them"
+        );
     }
 }

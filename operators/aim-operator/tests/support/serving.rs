@@ -121,8 +121,74 @@ pub async fn steady_service(env: &Env, services: &Api<AIMService>, name: &str) {
     assert_eq!(r.writes(), 0, "service {name} steady: {r:?}");
 }
 
+/// Whether every shared artifact of `ns` that caches use carries the creator label of the
+/// user sorting first (the takeover rule of `aim_operator::cache::compose::artifacts`), on the
+/// API server and in the operator's artifact informer.
+async fn takeovers_done(env: &Env, ns: &str) -> Result<(), String> {
+    let caches = Api::<AIMTemplateCache>::namespaced(env.client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let artifacts = Api::<AIMArtifact>::namespaced(env.client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    for a in artifacts
+        .items
+        .iter()
+        .filter(|a| a.owner_references().is_empty())
+    {
+        let name = a.name_any();
+        let Some(first) = caches
+            .items
+            .iter()
+            .filter(|c| {
+                c.status
+                    .as_ref()
+                    .is_some_and(|s| s.artifacts.values().any(|r| r.name == name))
+            })
+            .map(ResourceExt::name_any)
+            .min()
+        else {
+            continue;
+        };
+        let label = aim_operator::cache::compose::CREATOR_LABEL;
+        let want = aim_operator::scheme::label_value(&first);
+        if a.labels().get(label) != Some(&want) {
+            return Err(format!(
+                "{name} is labelled {:?}, not {want}",
+                a.labels().get(label)
+            ));
+        }
+        let informed =
+            aim_operator::informers::Informers::get(&env.ctx.informers.artifacts, Some(ns), &name)
+                .await
+                .flatten();
+        if informed.as_ref().and_then(|c| c.resource_version()) != a.resource_version() {
+            return Err(format!("the operator's cache of {name} lags"));
+        }
+    }
+    Ok(())
+}
+
 /// A second reconcile of every service, template cache and artifact of `ns` writes nothing.
+///
+/// A shared artifact's takeover by the cache sorting first is work the running operator may
+/// still have queued when the states the test waited for are reached: it is awaited first.
 pub async fn steady(env: &Env, ns: &str) {
+    let settled = tokio::time::timeout(super::TIMEOUT, async {
+        loop {
+            match takeovers_done(env, ns).await {
+                Ok(()) => return,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await;
+    if settled.is_err() {
+        let why = takeovers_done(env, ns).await;
+        panic!("shared artifacts did not settle: {why:?}");
+    }
     let services: Api<AIMService> = Api::namespaced(env.client.clone(), ns);
     for s in services.list(&ListParams::default()).await.unwrap() {
         steady_service(env, &services, &s.name_any()).await;
