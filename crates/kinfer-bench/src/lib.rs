@@ -2,10 +2,10 @@
 //!
 //! The harness behind `cargo xtask bench`: it starts the test cluster (kinfer-testkit, with
 //! the workload simulator) in its own process, runs a real operator binary (release build)
-//! against it as a child process, creates N custom resources, and measures what issue #11
-//! asks for: time to convergence, API requests by verb per CR, writes during forced resyncs
-//! and after a restart, reconcile latency from the operator's own histograms, and the
-//! operator's resident memory from `/proc/<pid>/status`.
+//! against it as a child process, creates N custom resources, and measures time to
+//! convergence, API requests by verb per CR, writes during forced resyncs and after a
+//! restart, reconcile latency from the operator's own histograms, and the operator's resident
+//! memory from `/proc/<pid>/status`.
 //!
 //! The harness reads and creates objects in-process ([`kinfer_testkit::TestCluster::objects`],
 //! [`kinfer_testkit::TestCluster::create_object`]), so the cluster's request counters hold the

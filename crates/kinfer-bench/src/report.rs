@@ -1,6 +1,6 @@
-//! One row per scenario: the JSON object issue #11 specifies (a figure that could not be
-//! measured is `null`, with the reason in `notes`) and the same figures as a table row (`-`
-//! for `null`).
+//! One row per scenario: a JSON object of the scenario's figures ([`Row`]; a figure that
+//! could not be measured is `null`, with the reason in `notes`) and the same figures as a
+//! table row (`-` for `null`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

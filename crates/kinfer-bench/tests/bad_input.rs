@@ -1,4 +1,4 @@
-//! Bad input (issue #11): a seeded generator of hostile ZerfooInferenceService specs (huge
+//! Bad input: a seeded generator of hostile ZerfooInferenceService specs (huge
 //! strings, unicode and control characters, 253-character names, negative and enormous
 //! numbers, malformed durations and quantities, wrong JSON types) fed to the in-process
 //! operator among valid neighbours. Each hostile object is either refused by the API server

@@ -1,4 +1,4 @@
-//! One permanently failing object among many (issue #11): the Zerfoo operator, in-process,
+//! One permanently failing object among many: the Zerfoo operator, in-process,
 //! with the apply of one service's Deployment always answered 500. The healthy services
 //! converge around it; then the failing object's retries are timed and counted until it has
 //! retried several times at the backoff cap.

@@ -1,4 +1,4 @@
-//! The fault matrix (issue #11): the Zerfoo operator, in-process, against the simulated test
+//! The fault matrix: the Zerfoo operator, in-process, against the simulated test
 //! cluster with faults injected into a share of its requests. For every fault: every service
 //! converges (Ready at its generation), each has exactly its children with one controller
 //! reference (no duplicates, no orphans), and deleting them leaves nothing (no finalizer left).

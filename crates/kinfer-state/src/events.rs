@@ -10,7 +10,7 @@
 //!   component's reason), nor for a condition first appearing True.
 //!
 //! A new object reaching Ready through Pending/Progressing emits nothing (its status says it
-//! all, and the event would be one more write per object: issue #11's writes-per-CR goal);
+//! all, and the event would be one more write per object, against a goal of children + 1);
 //! a failure on the way emits its Warning and the recovery its Normal event. Events
 //! are emitted only after the status carrying them was written, so a failed status write cannot
 //! repeat them, and a condition that stays in an error state emits nothing on later

@@ -1,4 +1,4 @@
-//! Hostile values for the bad-input suites of issue #11, in one place for every operator: a
+//! Hostile values for the bad-input suites, in one place for every operator: a
 //! small seeded generator (deterministic, so a failure names its seed and can be replayed)
 //! and the kinds of hostile field values an API user can send: huge strings, unicode and
 //! control characters, negative and enormous numbers, malformed quantities and durations,

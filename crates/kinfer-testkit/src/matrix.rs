@@ -1,4 +1,4 @@
-//! The fault matrix of issue #11, in one place for every operator's matrix test: each case
+//! The fault matrix, in one place for every operator's matrix test: each case
 //! names a failure the API server can show a controller and the rules that inject it.
 
 use std::time::Duration;

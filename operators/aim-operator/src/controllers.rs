@@ -470,7 +470,7 @@ impl Operator {
             (&serving_options, &catalog),
             shutdown.clone(),
         ));
-        // Part 2, serving: template caches and artifacts.
+        // Serving: template caches and artifacts.
         futures.push(serving::controllers(
             &client,
             &ctx,
@@ -567,7 +567,7 @@ mod coalesce;
 mod dependents;
 mod gpu;
 mod shared;
-// Part 2, serving: the AIMTemplateCache and AIMArtifact controllers.
+// Serving: the AIMTemplateCache and AIMArtifact controllers.
 mod service;
 mod serving;
 

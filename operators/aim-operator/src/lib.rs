@@ -1,7 +1,7 @@
 //! # aim-operator
 //!
 //! The Kubernetes operator for AMD AIM (`aim.eai.amd.com/v1alpha1`, [`kinfer_api::aim`]) on the
-//! kinfer reconcile engine ([`kinfer_state`]). Part 1, the catalog half:
+//! kinfer reconcile engine ([`kinfer_state`]). The catalog half:
 //!
 //! - [`model`]: AIMModel / AIMClusterModel: image metadata (registry inspection through
 //!   [`kinfer_oci`], or `spec.imageMetadata`), one generated template per recommended
@@ -16,9 +16,9 @@
 //!
 //! Every controller is a [`kinfer_state::Pipeline`] split into `fetch`, `compose` and `plan`
 //! modules with a `//!` contract each; [`controllers`] wires them into `kube::runtime`
-//! controllers, [`context`] holds what they share, [`startup`] checks the CRDs. Part 2
-//! (AIMService, template caches, artifacts) adds sibling modules and registers them in
-//! [`controllers`] without reshaping these.
+//! controllers, [`context`] holds what they share, [`startup`] checks the CRDs. The serving
+//! half ([`service`], [`cache`], [`artifact`]: AIMService, template caches, artifacts) is
+//! sibling modules, registered in [`controllers`] the same way.
 //!
 //! The binary's plumbing (flags, tracing, leader election, `/metrics` `/healthz` `/readyz`) is
 //! the shared [`kinfer_operator`] crate's.
@@ -38,7 +38,7 @@ pub mod service;
 pub mod startup;
 pub mod template;
 
-// Part 2, serving: template caches and artifacts.
+// The serving half: template caches and artifacts.
 pub mod artifact;
 pub mod cache;
 

@@ -1,4 +1,4 @@
-//! Bad input for the AIM operator (issue #11; the Zerfoo operator's suite is
+//! Bad input for the AIM operator (the Zerfoo operator's suite is
 //! `crates/kinfer-bench/tests/bad_input.rs`): a seeded generator of hostile AIMService specs
 //! (huge strings, unicode and control characters, 253-character names, negative and enormous
 //! numbers, malformed quantities and durations, duplicate env names, invalid JSON in

@@ -1,4 +1,4 @@
-//! The fault matrix for the AIM operator (issue #11; the Zerfoo operator's is in
+//! The fault matrix for the AIM operator (the Zerfoo operator's is in
 //! `crates/kinfer-bench/tests/fault_matrix.rs`, the ModelService operator's in
 //! `operators/modelservice-operator/tests/fault_matrix.rs`): the operator in-process, as the
 //! binary runs it, against the simulated test cluster with the faults of

@@ -1,7 +1,7 @@
-//! Issue #11 on the simulated cluster: a rejected AIMService is Failed with the field named
-//! in the condition of the component it feeds, creates nothing, says `WaitingForDependencies`
-//! rather than `Creating`, and an edit that makes a running service invalid changes none of
-//! its children.
+//! Rejected specs on the simulated cluster: a rejected AIMService is Failed with the field
+//! named in the condition of the component it feeds, creates nothing, says
+//! `WaitingForDependencies` rather than `Creating`, and an edit that makes a running service
+//! invalid changes none of its children.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod support;

@@ -1,7 +1,6 @@
-//! Issue #8 "done when": every upstream `aim.eai.amd.com` sample of
-//! `../shared/reference/aim/samples/` applied to the test cluster with the operator running,
-//! one table row per sample with the state it reaches and why (skipped with a message without
-//! `../shared`, a failure under CI).
+//! Every upstream `aim.eai.amd.com` sample of `../shared/reference/aim/samples/` applied to
+//! the test cluster with the operator running, one table row per sample with the state it
+//! reaches and why (skipped with a message without `../shared`, a failure under CI).
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod support;
@@ -247,8 +246,8 @@ async fn apply_sample(env: &Env, doc: &serde_json::Value) {
     .unwrap_or_else(|e| panic!("apply {}: {e}", doc["kind"]));
 }
 
-/// Issue #8 "done when": every upstream `aim.eai.amd.com` sample, applied unchanged (but for
-/// its namespace, and the catalog's registry), reaches the state upstream documents.
+/// Every upstream `aim.eai.amd.com` sample, applied unchanged (but for its namespace, and the
+/// catalog's registry), reaches the state upstream documents.
 #[tokio::test]
 async fn every_upstream_sample_reaches_its_documented_state() {
     let Some(shared) = kinfer_crdcheck::shared_dir() else {

@@ -1,4 +1,4 @@
-//! Bad input (issue #11) for the ModelService operator: a seeded generator mutates a valid
+//! Bad input for the ModelService operator: a seeded generator mutates a valid
 //! ModelService with hostile values ([`kinfer_testkit::hostile`]) in every field family of
 //! the spec (model, engine image/args/env/port, accelerator, replicas, parallelism, resources,
 //! node selectors, tolerations, pod annotations, per-role overrides, prefill and routing proxy,

@@ -1,4 +1,4 @@
-//! The fault matrix for the ModelService operator (issue #11; the Zerfoo operator's is in
+//! The fault matrix for the ModelService operator (the Zerfoo operator's is in
 //! `crates/kinfer-bench/tests/fault_matrix.rs`): the operator in-process against the
 //! simulated test cluster with each fault of [`Case::ALL`] injected into 10% of its requests
 //! (at least half of its watches for the watch faults), and again at 1%; every case at both

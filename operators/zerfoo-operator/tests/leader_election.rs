@@ -1,4 +1,4 @@
-//! Leader election with the real binary (issue #11): two replicas of `zerfoo-operator run
+//! Leader election with the real binary: two replicas of `zerfoo-operator run
 //! --leader-elect` against the in-process test cluster, each with a kubeconfig impersonating
 //! its own user, so the cluster counts every request by replica
 //! ([`kinfer_testkit::Counters::by_client`]).

@@ -1,4 +1,4 @@
-//! Copies a finalizer patch outdated (issue 11, "no 409s in a clean run"): the cache still
+//! Copies a finalizer patch outdated (no 409s in a clean run): the cache still
 //! serves the copy our own finalizer patch replaced, or one such a patch found outdated.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The backoff respects progress (issue #11): a failed reconcile that still applied a new or
+//! The backoff respects progress: a failed reconcile that still applied a new or
 //! changed child retries after the base delay, one that made no progress doubles, a
 //! `Retry-After` is honoured either way, and neither a re-apply of the same body (a diff the
 //! server never settles) nor an endless run of "progress" keeps an object off the cap.

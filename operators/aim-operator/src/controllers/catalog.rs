@@ -1,4 +1,4 @@
-//! The catalog controllers (AIM part 1): models, templates, runtime configs and model
+//! The catalog controllers: models, templates, runtime configs and model
 //! sources, and the watches they share.
 //!
 //! Contract: models, templates and runtime configs are reconciled from the operator's one

@@ -1,4 +1,4 @@
-//! Serving (AIM part 2): the AIMTemplateCache and AIMArtifact controllers, and the watches the
+//! Serving: the AIMTemplateCache and AIMArtifact controllers, and the watches the
 //! service and cache controllers share.
 //!
 //! Contract: a template change re-enqueues the caches of that template

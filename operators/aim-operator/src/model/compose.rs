@@ -164,10 +164,10 @@ pub fn templates_health(
 }
 
 /// Where a violation of the model's spec rules at `path` shows (component, reason), for the
-/// model kind whose templates component is `templates` (issue #11: the status names the
-/// field): `spec.runtimeConfigName` on `RuntimeConfig` (`ConfigNotFound`, the resolution's
-/// reason), everything else (hardware, sources, env: what the templates are built from) on
-/// the templates component (`InvalidSpec`). Use with `crate::service::validation::place`.
+/// model kind whose templates component is `templates` (the status names the field):
+/// `spec.runtimeConfigName` on `RuntimeConfig` (`ConfigNotFound`, the resolution's reason),
+/// everything else (hardware, sources, env: what the templates are built from) on the
+/// templates component (`InvalidSpec`). Use with `crate::service::validation::place`.
 pub fn placed(templates: &'static str) -> impl Fn(&str) -> (&'static str, &'static str) {
     move |path| {
         if crate::service::validation::under(path, "spec.runtimeConfigName") {

@@ -263,8 +263,7 @@ impl<K: ModelKind> Pipeline for ModelPipeline<K> {
             &phases,
             build_error,
         ));
-        // Issue #11: an invalid spec names its fields on upstream components (nothing is
-        // planned).
+        // An invalid spec names its fields on upstream components (nothing is planned).
         let violations =
             crate::service::validation::place(object, compose::placed(K::TEMPLATES_COMPONENT));
         crate::service::validation::replace(&mut obs.components, violations);

@@ -1,5 +1,5 @@
-//! Template resolution under infrastructure errors of a template's own reconcile (issue #11,
-//! finding T-2): the service's choice follows the ranking, not an API server's 500.
+//! Template resolution under infrastructure errors of a template's own reconcile: the
+//! service's choice follows the ranking, not an API server's 500.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
-//! The service's spec rules and field paths in its conditions (issue #11: every rejected object
-//! gets a Failed status naming the field). Pure.
+//! The service's spec rules and field paths in its conditions (every rejected object gets a
+//! Failed status naming the field). Pure.
 //!
 //! Contract:
 //! - [`violations`]: kinfer-api's [`Validate`] rules for the AIMService (references by name

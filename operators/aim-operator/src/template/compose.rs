@@ -108,7 +108,7 @@ pub fn placed(path: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// `components` naming the fields a user fixes (issue #11): the spec's `violations` (from
+/// `components` naming the fields a user fixes: the spec's `violations` (from
 /// [`placed`]) in place of their components, a model that does not exist as
 /// `spec.modelName: no AIMModel …` (namespace templates look in their namespace first), a
 /// runtime config that does not exist after `spec.runtimeConfigName: `.

@@ -1,5 +1,5 @@
-//! The small AIM world of the fault matrix and the bad-input suite (issue #11), and the
-//! invariants both check.
+//! The small AIM world of the fault matrix and the bad-input suite, and the invariants both
+//! check.
 //!
 //! The world is upstream's air-gapped catalog path, as the benchmark's AIM scenario
 //! (`kinfer-bench`, `scenario/aim.rs`) builds it: an `AIMClusterModel` with inline

@@ -3,7 +3,7 @@
 //! Contract: pure. One condition per component, no duplicates: the engine writes `Ready`,
 //! `ConfigValid`, `AuthValid`, `DependenciesReachable` and `<Component>Ready`; for the
 //! components the API documents its own types for (decode, prefill, Endpoint Picker,
-//! InferencePool, HTTPRoute: the per-component conditions issue 9 and NOTES g13 name), the
+//! InferencePool, HTTPRoute: the per-component conditions upstream lacks, NOTES g13), the
 //! engine's `<Component>Ready` is left out of the status ([`superseded`]) and only the API's
 //! types are written. `MonitoringReady` (an API type that is the engine's name too),
 //! `DestinationRuleReady` and `MetricsAuthReady` stay the engine's. [`decorate`] writes the

@@ -2,10 +2,10 @@
 //! policy, vLLM arguments, node selectors, tolerations, pod annotations and resources.
 //!
 //! The CRD cannot say them (it is upstream's, field for field), and without them the operator
-//! builds Deployments a real API server refuses with 422, on every reconcile (issue #11, bad
-//! input). Each rule is the API server's own pod validation (Kubernetes 1.32,
-//! `pkg/apis/core/validation`), reported at the spec field the value came from; JSON-valued
-//! vLLM flags are checked because vLLM exits at start-up on broken JSON.
+//! builds Deployments a real API server refuses with 422, on every reconcile. Each rule is the
+//! API server's own pod validation (Kubernetes 1.32, `pkg/apis/core/validation`), reported at
+//! the spec field the value came from; JSON-valued vLLM flags are checked because vLLM exits
+//! at start-up on broken JSON.
 
 use std::collections::BTreeMap;
 
