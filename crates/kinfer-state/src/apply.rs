@@ -365,8 +365,11 @@ pub async fn list_children(
                 let e = CategorizedError::new(
                     ErrorCategory::Infrastructure,
                     format!(
-                        "{} ({}) is not served by this cluster; install its CRD",
-                        kind.resource.kind, kind.resource.api_version
+                        "{} ({}) is not served by this cluster; install the CRD {}.{}",
+                        kind.resource.kind,
+                        kind.resource.api_version,
+                        kind.resource.plural,
+                        kind.resource.group
                     ),
                 )
                 .with_reason(Reason::custom("KindNotInstalled"));

@@ -158,6 +158,9 @@ pub struct Context {
     pub jobs: Option<Store<Job>>,
     /// The AIM kinds' informer caches, filled by the controllers ([`crate::informers`]).
     pub informers: crate::informers::Informers,
+    /// Which optional serving CRDs (KServe, Gateway API) the cluster serves: no watch of a
+    /// missing kind is started ([`crate::startup`]).
+    pub serving_crds: crate::startup::ServingCrds,
 }
 
 impl std::fmt::Debug for Context {
@@ -179,7 +182,15 @@ impl Context {
             nodes: None,
             jobs: None,
             informers: crate::informers::Informers::default(),
+            serving_crds: crate::startup::ServingCrds::ALL,
         })
+    }
+
+    /// The optional serving CRDs the cluster serves.
+    #[must_use]
+    pub fn with_serving_crds(mut self, crds: crate::startup::ServingCrds) -> Self {
+        self.serving_crds = crds;
+        self
     }
 
     /// Use another clock.

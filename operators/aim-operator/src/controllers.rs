@@ -3,6 +3,8 @@
 //! Contract:
 //! - [`client`] builds a `kube::Client` with kube's in-request retry off (the engine's
 //!   per-object backoff decides).
+//! - [`Operator::run_following`] runs them over the serving CRDs installed, restarting on a
+//!   change ([`crate::startup`]).
 //! - [`Operator::start`] creates the informer caches (Nodes; discovery Jobs by label), the
 //!   shared [`Context`] and one engine per controller; [`Operator::run`] runs every controller
 //!   until `shutdown` turns true, each over `DeserializeGuard<K>` with bounded concurrency and
@@ -245,6 +247,7 @@ fn owns_children<P>(
     mut c: Controller<Guarded<P::Object>>,
     client: &Client,
     (controller, engine): (&str, &Arc<Engine<P>>),
+    served: crate::startup::ServingCrds,
 ) -> Controller<Guarded<P::Object>>
 where
     P: Pipeline,
@@ -259,6 +262,10 @@ where
     let manager = scheme::manager(controller);
     let scope = Scope::new(client, None, &manager).with_triggers(&triggers);
     for kind in engine.pipeline().child_kinds() {
+        if !served.serves(&kind.resource) {
+            // The engine LISTs it per reconcile and reports it not installed.
+            continue;
+        }
         let events = child_watch(
             client,
             &kind,
@@ -434,6 +441,45 @@ impl Operator {
             catalog,
             gpu_changes,
         })
+    }
+
+    /// [`Operator::start`] on a fresh context for every set of installed serving CRDs: runs
+    /// until `shutdown` turns true, and stops and starts the controllers again (new caches,
+    /// new context) whenever `crds` reports a KServe or Gateway API CRD installed or removed
+    /// ([`crate::startup`]; [`kinfer_operator::restart_on_change`]).
+    pub async fn run_following(
+        client: Client,
+        settings: Settings,
+        metrics: Metrics,
+        crds: watch::Receiver<kinfer_operator::InstalledCrds>,
+        shutdown: watch::Receiver<bool>,
+    ) {
+        kinfer_operator::restart_on_change(
+            crds,
+            crate::startup::ServingCrds::from_installed,
+            shutdown,
+            |served, stop| {
+                let missing = served.missing();
+                if !missing.is_empty() {
+                    tracing::warn!(
+                        missing = ?missing,
+                        "serving CRDs not installed: the catalog runs; AIMServices report the missing kinds until they are installed"
+                    );
+                }
+                let started = Context::new(settings.clone())
+                    .map_err(ControllerError::Inspector)
+                    .and_then(|ctx| {
+                        Self::start_with(client.clone(), ctx.with_serving_crds(served), metrics.clone())
+                    });
+                async move {
+                    match started {
+                        Ok(operator) => operator.run(stop).await,
+                        Err(e) => tracing::error!(error = %e, "cannot start the controllers"),
+                    }
+                }
+            },
+        )
+        .await;
     }
 
     /// Runs every controller until `shutdown` turns true (boxed: the controllers' state makes

@@ -1,10 +1,11 @@
-//! `aim-operator`: flags, the start-up check, the controllers under leader election.
+//! `aim-operator`: flags, the start-up check, the controllers under leader election, restarted
+//! when KServe or Gateway API CRDs are installed or removed.
 
 use aim_operator::Settings;
 use aim_operator::controllers::{self, Operator};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
-use kinfer_operator::{CommonArgs, run_with_leader_election, server, signal, telemetry};
+use kinfer_operator::{CommonArgs, CrdWatch, run_with_leader_election, server, signal, telemetry};
 use tokio::sync::watch;
 
 #[derive(Debug, Parser)]
@@ -58,14 +59,18 @@ async fn run(args: RunArgs) -> Result<()> {
     settings.discovery.max_active = args.max_discovery_jobs;
     settings.inspector.insecure_registries = args.insecure_registries;
     endpoints.set_ready();
+    // KServe and Gateway API are optional: followed, and the controllers restart on a change.
+    let crds = CrdWatch::start(
+        &client,
+        &aim_operator::startup::SERVING_CRDS,
+        stop_rx.clone(),
+    )
+    .await?;
     let elector = common.leader_elector(&client, "aim-operator-leader")?;
     let metrics = endpoints.metrics.clone();
     // Controllers (and therefore writes) start only once this replica leads.
-    let result = run_with_leader_election(elector, signal::termination(), |stop| async move {
-        match Operator::start(client, settings, metrics) {
-            Ok(operator) => operator.run(stop).await,
-            Err(e) => tracing::error!(error = %e, "cannot start the controllers"),
-        }
+    let result = run_with_leader_election(elector, signal::termination(), |stop| {
+        Operator::run_following(client, settings, metrics, crds.subscribe(), stop)
     })
     .await;
     stop_tx.send_replace(true);

@@ -66,6 +66,12 @@ fn the_cluster_role_covers_what_the_serving_controllers_use() {
     need("", "pods", &["get", "list", "watch"]);
     need("", "pods/log", &["get"]);
     need("", "namespaces", &["get"]);
+    // The start-up check, and the serving CRDs followed while running.
+    need(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        &["get", "list", "watch"],
+    );
     // The download pod's identity, listed and watched like every child so drift is repaired.
     need("", "serviceaccounts", &[&apply[..], &["delete"]].concat());
     for kind in ["roles", "rolebindings"] {

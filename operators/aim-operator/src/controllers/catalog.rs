@@ -124,17 +124,24 @@ where
         K::CONTROLLER,
         metrics,
     );
-    let c = configured(shared.controller(), n)
-        .watches(
-            Api::<Job>::all(client.clone()),
-            children_config(K::CONTROLLER),
-            owner_of::<K, Job>(namespaced),
-        )
-        .watches(
+    let c = configured(shared.controller(), n).watches(
+        Api::<Job>::all(client.clone()),
+        children_config(K::CONTROLLER),
+        owner_of::<K, Job>(namespaced),
+    );
+    // The runtime (a KServe kind) is watched only while KServe's CRDs are installed.
+    let c = if ctx
+        .serving_crds
+        .serves(&kube::core::ApiResource::erase::<R>(&()))
+    {
+        c.watches(
             Api::<R>::all(client.clone()),
             children_config(K::CONTROLLER),
             owner_of::<K, R>(namespaced),
-        );
+        )
+    } else {
+        c
+    };
     // A template that caches its sources reports its cache (`CacheWarm`, `resolvedCache`).
     let c = if K::CACHES {
         c.watches(

@@ -41,7 +41,7 @@ pub(super) fn service_controller(
     let c = namespaced(client, (controller, &engine), options);
     // Its children (InferenceService, HTTPRoute, HPA, derived templates, dedicated caches):
     // watched by label, read by the engine from their index.
-    let c = owns_children(c, client, (controller, &engine));
+    let c = owns_children(c, client, (controller, &engine), ctx.serving_crds);
     // The service reconciles read their peers from this controller's cache.
     let _ = ctx.informers.services.set(c.store());
     // Shared caches have no owner: a cache change re-enqueues the services using it; the

@@ -102,7 +102,7 @@ pub(super) fn controllers(
         // artifacts have no owner: mapped to the caches using them; sources come from
         // templates: re-enqueue the caches of the template.
         let base = namespaced(client, (c, &engine), options);
-        let base = owns_children(base, client, (c, &engine));
+        let base = owns_children(base, client, (c, &engine), ctx.serving_crds);
         // The reconciles read the artifacts from this watch's store.
         let (artifacts, artifact_events) = stored_watch::<AIMArtifact>(client);
         let _ = ctx.informers.artifacts.set(artifacts);
@@ -144,7 +144,7 @@ pub(super) fn controllers(
         let c = namespaced(client, it, options);
         // Its Jobs and PVC, and the download pod's ServiceAccount, Role and RoleBinding (a
         // change or deletion by someone else is repaired while the download runs).
-        let c = owns_children(c, client, it);
+        let c = owns_children(c, client, it, ctx.serving_crds);
         // The Jobs' pods (an image pull refused while the Job keeps waiting) carry the
         // artifact's label from the pod template.
         let c = c.watches(

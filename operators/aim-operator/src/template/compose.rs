@@ -294,13 +294,14 @@ fn gpu_health(gpu: &Result<GpuAvailability, CategorizedError>) -> ComponentHealt
 }
 
 /// Builds the state and components; `runtime_exists` says whether the serving runtime child
-/// exists, `previous` is what the status recorded.
+/// exists (an error when its kind could not be listed: KServe not installed), `previous` is
+/// what the status recorded.
 pub fn compose(
     fetched: Fetched,
     inline_sources: &[AIMModelSource],
     previous: Previous<'_>,
     runtime_component: &'static str,
-    runtime_exists: bool,
+    runtime_exists: Result<bool, CategorizedError>,
     max_active: usize,
 ) -> (TemplateState, Vec<ComponentHealth>) {
     let (rc_health, runtime_config) = resolve::resolve(&fetched.runtime_config);
@@ -354,22 +355,26 @@ pub fn compose(
     let discovery = discovery_health(&state, fetched.discovery_errors, max_active);
     let mut components = vec![rc_health, model_health, gpu_health, discovery];
     if state.runtime_planned {
-        components.push(if runtime_exists {
-            ComponentHealth::with_state(
+        components.push(match runtime_exists {
+            // Its kind not served (KServe not installed: `KindNotInstalled`, naming the CRD),
+            // or its listing failed.
+            Err(e) => ComponentHealth::new(runtime_component)
+                .downstream()
+                .error(e),
+            Ok(true) => ComponentHealth::with_state(
                 runtime_component,
                 ComponentState::Ready,
                 Reason::custom("RuntimeCreated"),
                 "",
             )
-            .downstream()
-        } else {
-            ComponentHealth::with_state(
+            .downstream(),
+            Ok(false) => ComponentHealth::with_state(
                 runtime_component,
                 ComponentState::Progressing,
                 Reason::custom("CreatingRuntime"),
                 "",
             )
-            .downstream()
+            .downstream(),
         });
     }
     (state, components)

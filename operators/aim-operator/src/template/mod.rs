@@ -298,9 +298,14 @@ impl<K: TemplateKind> Pipeline for TemplatePipeline<K> {
         let fresh = fetched.fresh_status.clone();
         let fetched_cache = fetched.cache_by_name.clone();
         let status = fresh.as_ref().or_else(|| object.template_status());
-        let runtime_exists = children
-            .fetch::<K::Runtime>(object.meta().namespace.as_deref(), &object.name_any())
-            .is_ok_and(|r| r.is_some());
+        // A listing error (the kind not served: KServe not installed) is the runtime
+        // component's; an undecodable runtime counts as missing (the apply repairs it).
+        let runtime_exists = match children.list_error(&ChildKind::of::<K::Runtime>()) {
+            Some(e) => Err(e.clone()),
+            None => Ok(children
+                .typed::<K::Runtime>(object.meta().namespace.as_deref(), &object.name_any())
+                .is_ok_and(|r| r.is_some())),
+        };
         let previous = compose::Previous {
             profile: status.and_then(|s| s.profile.as_ref()),
             model_sources: status

@@ -26,7 +26,12 @@ pub const IMAGE: &str = "ghcr.io/silogen/aim-dummy:0.1.0";
 
 /// AIMModel `m` with inline (empty) metadata.
 pub async fn model(env: &Env, ns: &str) {
-    let models: Api<AIMModel> = Api::namespaced(env.client.clone(), ns);
+    model_with(&env.client, ns).await;
+}
+
+/// [`model`] through `client`.
+pub async fn model_with(client: &Client, ns: &str) {
+    let models: Api<AIMModel> = Api::namespaced(client.clone(), ns);
     apply_json(
         &models,
         json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMModel",
@@ -38,7 +43,16 @@ pub async fn model(env: &Env, ns: &str) {
 
 /// A template of model `m` for one GPU.
 pub async fn template(env: &Env, ns: &str, name: &str, gpu: &str, metric: &str, precision: &str) {
-    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), ns);
+    template_with(&env.client, ns, (name, gpu, metric, precision)).await;
+}
+
+/// [`template`] through `client`: `(name, gpu, metric, precision)`.
+pub async fn template_with(
+    client: &Client,
+    ns: &str,
+    (name, gpu, metric, precision): (&str, &str, &str, &str),
+) {
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(client.clone(), ns);
     apply_json(
         &templates,
         json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMServiceTemplate",
