@@ -35,6 +35,10 @@ async fn apply_file(env: &Env, file: &str) {
     for doc in documents(file) {
         let c = env.client.clone();
         match doc["kind"].as_str().unwrap() {
+            "Namespace" => {
+                assert_eq!(doc["metadata"]["name"], DEMO, "{file}");
+                apply_json(&Api::<Namespace>::all(c), doc).await;
+            }
             "AIMClusterRuntimeConfig" => {
                 apply_json(&Api::<AIMClusterRuntimeConfig>::all(c), doc).await;
             }

@@ -5,7 +5,8 @@
 //!    the third-party kinds, the built-in kinds of [`kinfer_testkit`]); namespaced objects
 //!    without a namespace go to `default`; a namespace on a cluster-scoped object is dropped,
 //!    as the API server does. Two documents naming the same object are an error ("defined
-//!    twice", naming the other document).
+//!    twice", naming the other document) unless they are equal: a repeat is applied once (the
+//!    examples each carry their Namespace, and a directory of them holds it several times).
 //! 2. Input Namespaces are checked (as in 3) and applied first, then every other namespace an
 //!    input names (and `extra_namespaces`) is created, so nothing fails for a missing namespace.
 //! 3. Each remaining document is checked, in order: strictly against its CRD schema with
@@ -200,26 +201,31 @@ fn key(input: &Input) -> Key {
     )
 }
 
-/// "defined twice" for every document naming an object an earlier document names.
-fn duplicates(inputs: &[Input]) -> Vec<InvalidInput> {
-    let mut first: std::collections::BTreeMap<Key, &Input> = std::collections::BTreeMap::new();
+/// The inputs without the repeats of an earlier document (same object, same content: several
+/// example files carrying the same Namespace), and "defined twice" for every document naming
+/// an object an earlier document names differently.
+fn dedupe(inputs: Vec<Input>) -> (Vec<Input>, Vec<InvalidInput>) {
+    let mut first: std::collections::BTreeMap<Key, Input> = std::collections::BTreeMap::new();
+    let mut kept = Vec::with_capacity(inputs.len());
     let mut problems = Vec::new();
     for input in inputs {
-        match first.get(&key(input)) {
+        match first.get(&key(&input)) {
+            Some(earlier) if earlier.doc.value == input.doc.value => {}
             Some(earlier) => problems.push(input.doc.invalid(
                 "metadata.name",
                 format!(
-                    "defined twice: {}: document {} defines the same object",
+                    "defined twice: {}: document {} defines the same object differently",
                     earlier.doc.file.display(),
                     earlier.doc.index
                 ),
             )),
             None => {
-                first.insert(key(input), input);
+                first.insert(key(&input), input.clone());
+                kept.push(input);
             }
         }
     }
-    problems
+    (kept, problems)
 }
 
 /// The problems of one non-Namespace input; see step 3 of the module contract.
@@ -255,14 +261,15 @@ pub async fn apply(
     extra_namespaces: &[&str],
 ) -> Result<Vec<Input>> {
     let mut problems = Vec::new();
-    let mut inputs = Vec::new();
+    let mut resolved = Vec::new();
     for doc in docs {
         match resolve(env, doc) {
-            Ok(input) => inputs.push(input),
+            Ok(input) => resolved.push(input),
             Err(e) => problems.push(e),
         }
     }
-    problems.extend(duplicates(&inputs));
+    let (mut inputs, twice) = dedupe(resolved);
+    problems.extend(twice);
     if !problems.is_empty() {
         return Err(InvalidInputs(problems).into());
     }

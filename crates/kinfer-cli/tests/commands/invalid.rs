@@ -99,13 +99,38 @@ fn empty_documents_are_numbered_as_kubectl_numbers_them() {
 
 #[test]
 fn an_object_defined_twice_names_both_documents() {
-    let zis = "apiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: twin\nspec:\n  modelRef: m\n";
-    let text = format!("{zis}---\n{zis}");
+    let zis = |model: &str| {
+        format!(
+            "apiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: twin\nspec:\n  modelRef: {model}\n"
+        )
+    };
+    let text = format!("{}---\n{}", zis("m"), zis("n"));
     let stderr = refused("twice.yaml", &text);
     assert!(stderr.contains("document 2"), "{stderr}");
     assert!(stderr.contains("defined twice"), "{stderr}");
     assert!(
-        stderr.contains("document 1 defines the same object"),
+        stderr.contains("document 1 defines the same object differently"),
         "{stderr}"
     );
+}
+
+/// An identical repeat (each example file carries its Namespace) is one object: rendered
+/// once, as `kubectl apply` leaves it.
+#[test]
+fn an_identical_repeat_is_one_object() {
+    let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: twice\n";
+    let zis = "apiVersion: zerfoo.feza.ai/v1\nkind: ZerfooInferenceService\nmetadata:\n  name: z\n  namespace: twice\nspec:\n  modelRef: m\n";
+    let file = temp_file("repeat.yaml", &format!("{ns}---\n{zis}---\n{ns}"));
+    let out = kinfer(&["render", "-f", file.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let namespaces = stdout
+        .split("\n---\n")
+        .filter(|d| d.contains("kind: Namespace") && d.contains("name: twice"))
+        .count();
+    assert_eq!(namespaces, 1, "{stdout}");
 }
