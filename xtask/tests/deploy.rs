@@ -14,6 +14,11 @@ fn root() -> PathBuf {
 
 /// Runs `kubectl kustomize deploy/default`, installing kubectl first when it is missing.
 fn kustomize_default() -> Vec<Value> {
+    kustomize("default")
+}
+
+/// Runs `kubectl kustomize deploy/<dir>`, installing kubectl first when it is missing.
+fn kustomize(dir: &str) -> Vec<Value> {
     let root = root();
     let installed = Command::new("bash")
         .arg(root.join("scripts/install-test-deps.sh"))
@@ -25,18 +30,43 @@ fn kustomize_default() -> Vec<Value> {
         "kubectl is missing and could not be installed"
     );
     let output = Command::new("kubectl")
-        .args(["kustomize", "deploy/default"])
+        .args(["kustomize", &format!("deploy/{dir}")])
         .current_dir(&root)
         .output()
         .expect("kubectl runs");
     assert!(
         output.status.success(),
-        "kubectl kustomize deploy/default failed:\n{}",
+        "kubectl kustomize deploy/{dir} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).expect("utf-8");
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("kustomize output is YAML");
     docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+/// The sorted names of the CRDs among `docs`.
+fn crd_names(docs: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = of_kind(docs, "CustomResourceDefinition")
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// The sorted names of the CRDs kinfer generates that `keep` keeps.
+fn generated_crds(
+    keep: impl Fn(
+        &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    ) -> bool,
+) -> Vec<String> {
+    let mut names: Vec<String> = kinfer_api::crds::all()
+        .into_iter()
+        .filter(|c| keep(c))
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    names.sort_unstable();
+    names
 }
 
 fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -46,17 +76,7 @@ fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
 #[test]
 fn default_installs_every_crd_and_all_three_operators() {
     let docs = kustomize_default();
-    let mut crds: Vec<&str> = of_kind(&docs, "CustomResourceDefinition")
-        .iter()
-        .filter_map(|c| c["metadata"]["name"].as_str())
-        .collect();
-    crds.sort_unstable();
-    let mut expected: Vec<String> = kinfer_api::crds::all()
-        .into_iter()
-        .filter_map(|c| c.metadata.name)
-        .collect();
-    expected.sort();
-    assert_eq!(crds, expected);
+    assert_eq!(crd_names(&docs), generated_crds(|_| true));
     let deployments: Vec<&str> = of_kind(&docs, "Deployment")
         .iter()
         .filter_map(|d| d["metadata"]["name"].as_str())
@@ -66,6 +86,49 @@ fn default_installs_every_crd_and_all_three_operators() {
             deployments.contains(&operator),
             "{operator} missing: {deployments:?}"
         );
+    }
+}
+
+/// Each operator's directory installs it alone: its own CRDs (all of its API group, no other),
+/// its Deployment with the image `cargo xtask image` builds by default
+/// (`ghcr.io/kinfer/<binary>:<workspace version>`), and its user roles.
+#[test]
+fn each_operator_installs_alone_with_its_crds_and_image() {
+    for (dir, group) in [
+        ("aim-operator", "aim.eai.amd.com"),
+        ("modelservice-operator", "model.otterscale.io"),
+        ("zerfoo-operator", "zerfoo.feza.ai"),
+    ] {
+        let docs = kustomize(dir);
+        assert_eq!(
+            crd_names(&docs),
+            generated_crds(|c| c.spec.group == group),
+            "{dir}"
+        );
+        let deployments = of_kind(&docs, "Deployment");
+        assert_eq!(deployments.len(), 1, "{dir}");
+        assert_eq!(deployments[0]["metadata"]["name"], dir);
+        let image = format!("ghcr.io/kinfer/{dir}:{}", env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            deployments[0]["spec"]["template"]["spec"]["containers"][0]["image"],
+            image.as_str(),
+            "{dir}"
+        );
+        let aggregated: Vec<&Value> = of_kind(&docs, "ClusterRole")
+            .into_iter()
+            .filter(|r| {
+                r["metadata"]["labels"].as_object().is_some_and(|l| {
+                    l.keys()
+                        .any(|k| k.starts_with("rbac.authorization.k8s.io/aggregate-to-"))
+                })
+            })
+            .collect();
+        assert_eq!(aggregated.len(), 2, "{dir}: an edit and a view role");
+        for role in aggregated {
+            for rule in role["rules"].as_array().expect("rules") {
+                assert_eq!(rule["apiGroups"], serde_json::json!([group]), "{dir}");
+            }
+        }
     }
 }
 

@@ -267,11 +267,8 @@ async fn images_build_push_pull_and_run() {
     run(plane.kubectl().unwrap().args([
         "apply",
         "--server-side",
-        "-f",
-        root()
-            .join("deploy/crds/zerfoo.feza.ai_zerfooinferenceservices.yaml")
-            .to_str()
-            .unwrap(),
+        "-k",
+        root().join("deploy/crds/zerfoo.feza.ai").to_str().unwrap(),
     ]));
     run(plane.kubectl().unwrap().args([
         "wait",

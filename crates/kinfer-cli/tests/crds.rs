@@ -20,7 +20,7 @@ fn crds_prints_the_generated_deploy_files() {
     let crds = kinfer_api::crds::all();
     assert_eq!(documents.len(), crds.len(), "one document per CRD");
     for (crd, document) in crds.iter().zip(documents) {
-        let file = deploy.join(kinfer_api::crds::file_name(crd));
+        let file = deploy.join(kinfer_api::crds::path(crd));
         let committed = std::fs::read_to_string(&file)
             .unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask gen-crds`)", file.display()));
         assert!(

@@ -498,20 +498,27 @@ impl Default for RunOptions {
     }
 }
 
-/// Parse every CRD document in the YAML files of `paths` (directories are read one level deep).
+/// Parse every CRD document in the YAML files of `paths` (directories are read recursively,
+/// in path order; non-CRD documents such as a `kustomization.yaml` are skipped).
 pub fn load_crds(paths: &[PathBuf]) -> Result<Vec<Value>, Error> {
+    fn walk(dir: &std::path::Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            if e.is_dir() {
+                walk(&e, files)?;
+            } else if e.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                files.push(e);
+            }
+        }
+        Ok(())
+    }
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .collect();
-            entries.sort();
-            files.extend(
-                entries
-                    .into_iter()
-                    .filter(|f| f.extension().is_some_and(|x| x == "yaml" || x == "yml")),
-            );
+            walk(p, &mut files)?;
         } else {
             files.push(p.clone());
         }

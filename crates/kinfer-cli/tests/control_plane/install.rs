@@ -1,21 +1,29 @@
-//! The install: `kubectl kustomize deploy/default | kubectl apply --server-side -f -` against the
-//! real API server, every object accepted.
+//! The install: `kubectl kustomize deploy/<dir> | kubectl apply --server-side -f -` against the
+//! real API server, every object accepted, for `deploy/default` and for each operator alone;
+//! and the user roles aggregated into the built-in `admin`, `edit` and `view` by the real
+//! kube-controller-manager.
 
 use std::io::Write;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use kinfer_testkit::ControlPlane;
 
 use crate::{plane, root};
 
-#[test]
-fn the_default_install_is_accepted_server_side() {
-    let plane = plane();
+/// `kubectl kustomize deploy/<dir>`, applied server-side; asserts that every object was
+/// applied.
+fn install(plane: &ControlPlane, dir: &str) {
     let rendered = crate::kubectl(
         plane,
-        &["kustomize", root().join("deploy/default").to_str().unwrap()],
+        &[
+            "kustomize",
+            root().join("deploy").join(dir).to_str().unwrap(),
+        ],
     );
     assert!(
         rendered.status.success(),
-        "kubectl kustomize: {}",
+        "kubectl kustomize deploy/{dir}: {}",
         String::from_utf8_lossy(&rendered.stderr)
     );
     let mut apply = plane
@@ -43,7 +51,7 @@ fn the_default_install_is_accepted_server_side() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "kubectl apply: {}\n{stdout}",
+        "kubectl apply deploy/{dir}: {}\n{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
     let objects = rendered
@@ -57,6 +65,186 @@ fn the_default_install_is_accepted_server_side() {
         .count();
     assert_eq!(
         applied, objects,
-        "every object of the install applied:\n{stdout}"
+        "every object of deploy/{dir} applied:\n{stdout}"
     );
+}
+
+/// One test, so the installs do not race each other: each operator alone (its CRDs, RBAC,
+/// namespace and Deployment), then `deploy/default` over them (the same objects: an upgrade in
+/// place changes nothing).
+#[test]
+fn each_operator_alone_and_the_default_install_are_accepted_server_side() {
+    for dir in [
+        "zerfoo-operator",
+        "modelservice-operator",
+        "aim-operator",
+        "default",
+    ] {
+        install(plane(), dir);
+    }
+}
+
+/// `kubectl auth can-i VERB RESOURCE -n NS --as USER`.
+fn can(plane: &ControlPlane, user: &str, verb: &str, resource: &str, ns: &str) -> bool {
+    let out = crate::kubectl(
+        plane,
+        &["auth", "can-i", verb, resource, "-n", ns, "--as", user],
+    );
+    String::from_utf8_lossy(&out.stdout).trim() == "yes"
+}
+
+/// A namespace's editors manage its kinfer objects and its viewers read them, through the
+/// built-in roles alone: the clusterrole-aggregation controller folds the kinfer user roles
+/// into `edit` and `view`.
+#[test]
+fn namespace_editors_and_viewers_get_the_kinfer_kinds() {
+    let plane = plane();
+    // The user roles alone (the installs have their own test).
+    for dir in ["aim-operator", "modelservice-operator", "zerfoo-operator"] {
+        let out = crate::kubectl(
+            plane,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=kinfer-install",
+                "-f",
+                root()
+                    .join("deploy")
+                    .join(dir)
+                    .join("user_roles.yaml")
+                    .to_str()
+                    .unwrap(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let ns = "user-roles";
+    for args in [
+        vec!["create", "namespace", ns],
+        vec![
+            "create",
+            "rolebinding",
+            "editors",
+            "--clusterrole=edit",
+            "--user=alice",
+            "-n",
+            ns,
+        ],
+        vec![
+            "create",
+            "rolebinding",
+            "viewers",
+            "--clusterrole=view",
+            "--user=bob",
+            "-n",
+            ns,
+        ],
+    ] {
+        let out = crate::kubectl(plane, &args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let kinds = [
+        "aimservices.aim.eai.amd.com",
+        "aimmodels.aim.eai.amd.com",
+        "aimtemplatecaches.aim.eai.amd.com",
+        "modelservices.model.otterscale.io",
+        "zerfooinferenceservices.zerfoo.feza.ai",
+    ];
+    // Aggregation is asynchronous: wait (bounded) until the last kind reaches both roles.
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while !kinds
+        .iter()
+        .all(|k| can(plane, "alice", "create", k, ns) && can(plane, "bob", "list", k, ns))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the kinfer roles were not aggregated into edit and view within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for kind in kinds {
+        assert!(
+            can(plane, "alice", "delete", kind, ns),
+            "alice deletes {kind}"
+        );
+        assert!(can(plane, "bob", "get", kind, ns), "bob reads {kind}");
+        assert!(
+            !can(plane, "bob", "create", kind, ns),
+            "bob only reads {kind}"
+        );
+        assert!(
+            !can(plane, "bob", "patch", kind, ns),
+            "bob only reads {kind}"
+        );
+        assert!(
+            !can(plane, "alice", "create", kind, "default"),
+            "alice's grant is her namespace's"
+        );
+    }
+    assert!(
+        !can(
+            plane,
+            "alice",
+            "create",
+            "aimclustermodels.aim.eai.amd.com",
+            ns
+        ),
+        "cluster-scoped kinds are not a namespace editor's"
+    );
+}
+
+/// Every example directory applies with kubectl on a cluster with the CRDs: each file creates
+/// the Namespaces it uses. Server-side, so the Namespaces' creation cannot race the other tests
+/// of this binary that create the same namespaces (a client-side apply reads, then creates).
+#[test]
+fn every_example_directory_applies_with_kubectl() {
+    let plane = plane();
+    let mut dirs = Vec::new();
+    example_dirs(&root().join("examples"), &mut dirs);
+    assert!(dirs.len() >= 4, "example directories: {dirs:?}");
+    for dir in dirs {
+        let out = crate::kubectl(
+            plane,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=kinfer-examples",
+                "-f",
+                dir.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "kubectl apply -f {}: {}\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// The directories under `dir` holding `.yaml` files.
+fn example_dirs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    if entries
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "yaml"))
+    {
+        out.push(dir.to_path_buf());
+    }
+    for sub in entries.iter().filter(|p| p.is_dir()) {
+        example_dirs(sub, out);
+    }
 }
