@@ -116,6 +116,7 @@ pub struct LeaderElector {
     api: Api<Lease>,
     settings: LeaseSettings,
     observed: Option<(Record, Instant)>,
+    metrics: Option<kinfer_state::metrics::Metrics>,
 }
 
 fn is_conflict(e: &kube::Error) -> bool {
@@ -129,7 +130,25 @@ impl LeaderElector {
             api: Api::namespaced(client, &settings.namespace),
             settings,
             observed: None,
+            metrics: None,
         }
+    }
+
+    /// Report leadership in `metrics` (`leader_election_master_status{name=<lease>}`: 1 while
+    /// leading, else 0).
+    #[must_use]
+    pub fn reporting(mut self, metrics: &kinfer_state::metrics::Metrics) -> Self {
+        metrics.leading(&self.settings.name, false);
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// Tells `leading` (and the metrics) whether this candidate leads.
+    fn announce(&self, leading: &watch::Sender<bool>, is_leader: bool) {
+        if let Some(m) = &self.metrics {
+            m.leading(&self.settings.name, is_leader);
+        }
+        leading.send_replace(is_leader);
     }
 
     /// The settings.
@@ -282,7 +301,7 @@ impl LeaderElector {
             };
             if stopping {
                 if is_leader {
-                    leading.send_replace(false);
+                    self.announce(&leading, false);
                     if let Err(e) = self.release().await {
                         tracing::warn!(error = %e, "releasing the Lease failed");
                     }
@@ -323,7 +342,7 @@ impl LeaderElector {
                     if !is_leader {
                         is_leader = true;
                         tracing::info!(identity = %self.settings.identity, lease = %self.settings.name, "acquired leadership");
-                        leading.send_replace(true);
+                        self.announce(&leading, true);
                     }
                 }
                 Attempt::HeldByOther if is_leader => return self.step_down(&leading),
@@ -339,7 +358,7 @@ impl LeaderElector {
 
     fn step_down(&self, leading: &watch::Sender<bool>) -> Result<(), LeaderError> {
         tracing::error!(identity = %self.settings.identity, lease = %self.settings.name, "lost leadership; stepping down");
-        leading.send_replace(false);
+        self.announce(leading, false);
         Err(LeaderError::LostLeadership {
             name: self.settings.name.clone(),
         })

@@ -94,7 +94,9 @@ impl Process {
         C: FnOnce(watch::Receiver<bool>) -> F,
         F: Future<Output = ()>,
     {
-        let elector = common.leader_elector(client, default_lease)?;
+        let elector = common
+            .leader_elector(client, default_lease)?
+            .map(|e| e.reporting(&self.endpoints.metrics));
         self.endpoints.set_ready();
         let result = run_with_leader_election(elector, shutdown, controllers).await;
         drop(self);

@@ -12,12 +12,29 @@
 //!   so a steady-state resync can be checked to write nothing.
 //! - `kinfer_paused_total{controller}`: reconciles skipped for the paused annotation.
 //! - `kinfer_invalid_objects_total{controller}`: objects that did not deserialise.
+//!
+//! And, under controller-runtime's names (so dashboards and alerts written for Go operators
+//! work unchanged; `controller` and `name` are the same controller name):
+//! - `controller_runtime_reconcile_total{controller,result}` (`success`, `error`,
+//!   `requeue_after`), `controller_runtime_reconcile_errors_total{controller}`,
+//!   `controller_runtime_reconcile_time_seconds{controller}`,
+//!   `controller_runtime_active_workers{controller}`;
+//! - `workqueue_adds_total{name}` (triggers recorded), `workqueue_depth{name}` (objects with a
+//!   trigger not reconciled yet, read from each engine at scrape time),
+//!   `workqueue_queue_duration_seconds{name}` (from the first pending trigger to the reconcile
+//!   start);
+//! - `leader_election_master_status{name}` (1 while this replica holds the Lease `name`);
+//! - the process: `process_resident_memory_bytes`, `process_cpu_seconds_total`,
+//!   `process_open_fds`, `process_start_time_seconds` (read from `/proc` at scrape time;
+//!   absent where there is no `/proc`).
 
 use std::sync::{Arc, Mutex};
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -37,6 +54,46 @@ pub struct CategoryLabels {
     pub controller: String,
     /// The [`ErrorCategory`] name.
     pub category: String,
+}
+
+/// `{controller, result}` (controller-runtime's reconcile counter).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// The controller name.
+    pub controller: String,
+    /// `success`, `error` or `requeue_after`.
+    pub result: String,
+}
+
+/// `{name}` (controller-runtime's workqueue and leader election metrics).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct NameLabel {
+    /// The controller (workqueue) or Lease (leader election) name.
+    pub name: String,
+}
+
+/// How a reconcile ended, for `controller_runtime_reconcile_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconcileResult {
+    /// No error, nothing scheduled: waits for the next change.
+    Success,
+    /// An error was reported.
+    Error,
+    /// No error; a reconcile is scheduled after a delay.
+    RequeueAfter,
+}
+
+impl ReconcileResult {
+    /// Every result.
+    pub const ALL: [Self; 3] = [Self::Success, Self::Error, Self::RequeueAfter];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::RequeueAfter => "requeue_after",
+        }
+    }
 }
 
 /// `{controller, verb}`.
@@ -88,9 +145,146 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 14))
 }
 
+/// A source of one controller's queue depth: `None` once its engine is gone.
+type DepthSource = Box<dyn Fn() -> Option<usize> + Send + Sync>;
+
+/// `workqueue_depth`, summed per controller name over the engines still alive (a controller
+/// restarted with a new engine keeps its name).
+#[derive(Default)]
+struct QueueDepth {
+    sources: Mutex<Vec<(String, DepthSource)>>,
+}
+
+impl std::fmt::Debug for QueueDepth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueDepth").finish_non_exhaustive()
+    }
+}
+
+impl Collector for QueueDepth {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut depth: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
+        {
+            let mut sources = self
+                .sources
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            sources.retain(|(name, source)| match source() {
+                Some(n) => {
+                    *depth.entry(name.clone()).or_default() += i64::try_from(n).unwrap_or(i64::MAX);
+                    true
+                }
+                None => false,
+            });
+        }
+        let mut family = encoder.encode_descriptor(
+            "workqueue_depth",
+            "Objects with a trigger not reconciled yet",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (name, n) in depth {
+            ConstGauge::new(n).encode(family.encode_family(&NameLabel { name })?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The process metrics, read from `/proc/self` at scrape time (Linux).
+#[derive(Debug, Default)]
+struct ProcessMetrics;
+
+/// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on every Linux ABI
+/// kinfer runs on).
+const USER_HZ: f64 = 100.0;
+
+impl ProcessMetrics {
+    /// (cpu seconds, start time since the epoch in seconds) from `/proc/self/stat` and the boot
+    /// time of `/proc/stat`.
+    fn times() -> Option<(f64, f64)> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the command name (which may hold spaces) in parentheses.
+        let rest = stat.rsplit_once(')')?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // `rest` starts at field 3 (state): utime is field 14, stime 15, starttime 22.
+        let field = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<f64>().ok());
+        let cpu = (field(14)? + field(15)?) / USER_HZ;
+        let boot = std::fs::read_to_string("/proc/stat")
+            .ok()?
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("btime ")
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            })?;
+        Some((cpu, boot + field(22)? / USER_HZ))
+    }
+
+    fn resident_bytes() -> Option<i64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let kib = status.lines().find_map(|l| {
+            l.strip_prefix("VmRSS:")
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        })?;
+        Some(kib * 1024)
+    }
+
+    fn open_fds() -> Option<i64> {
+        let n = std::fs::read_dir("/proc/self/fd").ok()?.count();
+        i64::try_from(n).ok()
+    }
+}
+
+impl Collector for ProcessMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if let Some(rss) = Self::resident_bytes() {
+            let g = ConstGauge::new(rss);
+            g.encode(encoder.encode_descriptor(
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes",
+                None,
+                g.metric_type(),
+            )?)?;
+        }
+        if let Some(fds) = Self::open_fds() {
+            let g = ConstGauge::new(fds);
+            g.encode(encoder.encode_descriptor(
+                "process_open_fds",
+                "Number of open file descriptors",
+                None,
+                g.metric_type(),
+            )?)?;
+        }
+        if let Some((cpu, start)) = Self::times() {
+            let c = ConstCounter::new(cpu);
+            c.encode(encoder.encode_descriptor(
+                "process_cpu_seconds",
+                "Total user and system CPU time spent in seconds",
+                None,
+                c.metric_type(),
+            )?)?;
+            let g = ConstGauge::new(start);
+            g.encode(encoder.encode_descriptor(
+                "process_start_time_seconds",
+                "Start time of the process since the Unix epoch in seconds",
+                None,
+                g.metric_type(),
+            )?)?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     registry: Mutex<Registry>,
+    cr_reconciles: Family<ResultLabels, Counter>,
+    cr_errors: Family<ControllerLabel, Counter>,
+    cr_time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
+    cr_active: Family<ControllerLabel, Gauge>,
+    wq_adds: Family<NameLabel, Counter>,
+    wq_wait: Family<NameLabel, Histogram, fn() -> Histogram>,
+    wq_depth: Arc<QueueDepth>,
+    leader: Family<NameLabel, Gauge>,
     reconciles: Family<ControllerLabel, Counter>,
     errors: Family<CategoryLabels, Counter>,
     duration: Family<ControllerLabel, Histogram, fn() -> Histogram>,
@@ -115,7 +309,57 @@ impl Default for Metrics {
 impl Metrics {
     /// A fresh registry with every kinfer metric registered.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("kinfer");
+        let mut root = Registry::default();
+        let cr_reconciles = Family::<ResultLabels, Counter>::default();
+        let cr_errors = Family::<ControllerLabel, Counter>::default();
+        let cr_time = Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+            duration_histogram,
+        );
+        let cr_active = Family::<ControllerLabel, Gauge>::default();
+        let wq_adds = Family::<NameLabel, Counter>::default();
+        let wq_wait = Family::<NameLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+            duration_histogram,
+        );
+        let wq_depth = Arc::new(QueueDepth::default());
+        let leader = Family::<NameLabel, Gauge>::default();
+        root.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            cr_reconciles.clone(),
+        );
+        root.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            cr_errors.clone(),
+        );
+        root.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            cr_time.clone(),
+        );
+        root.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            cr_active.clone(),
+        );
+        root.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            wq_adds.clone(),
+        );
+        root.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            wq_wait.clone(),
+        );
+        root.register_collector(Box::new(Arc::clone(&wq_depth)));
+        root.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
+            leader.clone(),
+        );
+        root.register_collector(Box::new(ProcessMetrics));
+        let registry = root.sub_registry_with_prefix("kinfer");
         let reconciles = Family::<ControllerLabel, Counter>::default();
         let errors = Family::<CategoryLabels, Counter>::default();
         let duration =
@@ -158,7 +402,15 @@ impl Metrics {
         );
         Self {
             inner: Arc::new(Inner {
-                registry: Mutex::new(registry),
+                registry: Mutex::new(root),
+                cr_reconciles,
+                cr_errors,
+                cr_time,
+                cr_active,
+                wq_adds,
+                wq_wait,
+                wq_depth,
+                leader,
                 reconciles,
                 errors,
                 duration,
@@ -183,14 +435,40 @@ impl Metrics {
         out
     }
 
-    /// Register more metrics (an operator's own) in the same registry.
+    /// Register more metrics (an operator's own) in the same registry, under the `kinfer_`
+    /// prefix.
     pub fn with_registry<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
         let mut registry = self
             .inner
             .registry
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(&mut registry)
+        f(registry.sub_registry_with_prefix("kinfer"))
+    }
+
+    /// Reports `depth` (the number of objects with a pending trigger) as controller
+    /// `controller`'s `workqueue_depth` until it answers `None` (its engine is gone).
+    pub fn queue_depth(
+        &self,
+        controller: &str,
+        depth: impl Fn() -> Option<usize> + Send + Sync + 'static,
+    ) {
+        self.inner
+            .wq_depth
+            .sources
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((controller.to_owned(), Box::new(depth)));
+    }
+
+    /// Sets `leader_election_master_status{name}`: 1 while this replica holds Lease `name`.
+    pub fn leading(&self, name: &str, leading: bool) {
+        self.inner
+            .leader
+            .get_or_create(&NameLabel {
+                name: name.to_owned(),
+            })
+            .set(i64::from(leading));
     }
 
     fn c(controller: &str) -> ControllerLabel {
@@ -252,7 +530,23 @@ impl Metrics {
     pub fn controller(&self, controller: &str) -> ControllerMetrics {
         let c = Self::c(controller);
         let i = &self.inner;
+        let n = NameLabel {
+            name: controller.to_owned(),
+        };
         ControllerMetrics {
+            results: ReconcileResult::ALL.map(|r| {
+                i.cr_reconciles
+                    .get_or_create(&ResultLabels {
+                        controller: controller.to_owned(),
+                        result: r.as_str().to_owned(),
+                    })
+                    .clone()
+            }),
+            cr_errors: i.cr_errors.get_or_create(&c).clone(),
+            cr_time: i.cr_time.get_or_create(&c).clone(),
+            active: i.cr_active.get_or_create(&c).clone(),
+            adds: i.wq_adds.get_or_create(&n).clone(),
+            queue_duration: i.wq_wait.get_or_create(&n).clone(),
             reconciles: i.reconciles.get_or_create(&c).clone(),
             duration: i.duration.get_or_create(&c).clone(),
             queue_wait: i.queue_wait.get_or_create(&c).clone(),
@@ -311,6 +605,12 @@ impl Metrics {
 /// One controller's metric handles ([`Metrics::controller`]).
 #[derive(Debug, Clone)]
 pub struct ControllerMetrics {
+    results: [Counter; 3],
+    cr_errors: Counter,
+    cr_time: Histogram,
+    active: Gauge,
+    adds: Counter,
+    queue_duration: Histogram,
     reconciles: Counter,
     duration: Histogram,
     queue_wait: Histogram,
@@ -321,10 +621,28 @@ pub struct ControllerMetrics {
 }
 
 impl ControllerMetrics {
-    /// Count a reconcile and its duration.
-    pub fn reconciled(&self, seconds: f64) {
+    /// A reconcile starts (`controller_runtime_active_workers`).
+    pub fn started(&self) {
+        self.active.inc();
+    }
+
+    /// Count a reconcile, its duration and how it ended (and end its worker).
+    pub fn reconciled(&self, seconds: f64, result: ReconcileResult) {
+        self.active.dec();
         self.reconciles.inc();
         self.duration.observe(seconds);
+        self.cr_time.observe(seconds);
+        if let Some(i) = ReconcileResult::ALL.iter().position(|r| *r == result) {
+            self.results[i].inc();
+        }
+        if result == ReconcileResult::Error {
+            self.cr_errors.inc();
+        }
+    }
+
+    /// A trigger was recorded (`workqueue_adds_total`).
+    pub fn triggered(&self) {
+        self.adds.inc();
     }
 
     /// Count an error.
@@ -337,6 +655,7 @@ impl ControllerMetrics {
     /// Record queue wait.
     pub fn queue_wait(&self, seconds: f64) {
         self.queue_wait.observe(seconds);
+        self.queue_duration.observe(seconds);
     }
 
     /// Count `n` writes.

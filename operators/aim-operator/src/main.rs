@@ -66,8 +66,10 @@ async fn run(args: RunArgs) -> Result<()> {
         stop_rx.clone(),
     )
     .await?;
-    let elector = common.leader_elector(&client, "aim-operator-leader")?;
     let metrics = endpoints.metrics.clone();
+    let elector = common
+        .leader_elector(&client, "aim-operator-leader")?
+        .map(|e| e.reporting(&metrics));
     // Controllers (and therefore writes) start only once this replica leads.
     let result = run_with_leader_election(elector, signal::termination(), |stop| {
         Operator::run_following(client, settings, metrics, crds.subscribe(), stop)

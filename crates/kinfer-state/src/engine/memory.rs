@@ -353,6 +353,17 @@ impl Memory {
         self.keep_entries(|_, e| e.touched.is_some_and(|t| elapsed(t, now) < max_age))
     }
 
+    /// Number of objects with a trigger seen since their last reconcile start (the queue
+    /// depth).
+    pub fn pending(&self) -> usize {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter(|e| e.seen.is_some())
+            .count()
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries

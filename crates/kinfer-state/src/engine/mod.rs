@@ -109,7 +109,7 @@ use crate::category::ErrorCategory;
 use crate::clock::{Clock, SystemClock, elapsed};
 use crate::condition::{ConditionStatus, ConditionType, Reason, Transition};
 use crate::events::Events;
-use crate::metrics::{ControllerMetrics, Metrics, WriteVerb};
+use crate::metrics::{ControllerMetrics, Metrics, ReconcileResult, WriteVerb};
 use crate::pipeline::{ChildKind, ObjectKey, Pipeline};
 use crate::store::{ChildStore, OwnerIndex};
 use memory::Memory;
@@ -149,6 +149,11 @@ impl<P: Pipeline> Engine<P> {
         );
         let handles = metrics.controller(&config.scheme.manager);
         let kinds = pipeline.child_kinds();
+        let memory: Arc<Memory> = Arc::default();
+        let weak = Arc::downgrade(&memory);
+        metrics.queue_depth(&config.scheme.manager, move || {
+            weak.upgrade().map(|m| m.pending())
+        });
         Self {
             pipeline,
             backoff: Backoff::new(config.backoff),
@@ -161,7 +166,7 @@ impl<P: Pipeline> Engine<P> {
             kinds,
             store: None,
             index: None,
-            memory: Arc::default(),
+            memory,
         }
     }
 
@@ -255,6 +260,7 @@ impl<P: Pipeline> Engine<P> {
     /// the watch stream, e.g. in a `.map` before `Controller::for_stream`; watch streams that
     /// cannot hold the engine take a [`Self::triggers`] handle instead.
     pub fn observe_event(&self, obj: &impl Resource<DynamicType = ()>) {
+        self.handles.triggered();
         self.memory.seen(&Self::key_of(obj), self.clock.now());
     }
 
@@ -280,6 +286,7 @@ impl<P: Pipeline> Engine<P> {
             P::Object::kind(&()).into_owned(),
             P::Object::group(&()).into_owned(),
         )
+        .counting(self.handles.clone())
     }
 
     /// Reconcile an object that may not have deserialised: a malformed object is logged,
@@ -340,8 +347,16 @@ impl<P: Pipeline> Engine<P> {
                 self.handles.queue_wait(elapsed(at, self.clock.now()).as_secs_f64());
             }
             let started = Instant::now();
+            self.handles.started();
             let report = self.run(obj, &key).await;
-            self.handles.reconciled(started.elapsed().as_secs_f64());
+            let result = if !report.errors.is_empty() {
+                ReconcileResult::Error
+            } else if report.action == Action::await_change() {
+                ReconcileResult::Success
+            } else {
+                ReconcileResult::RequeueAfter
+            };
+            self.handles.reconciled(started.elapsed().as_secs_f64(), result);
             for e in &report.errors {
                 self.handles.error(e.category);
             }

@@ -9,7 +9,8 @@
 //! [`super::Engine::forget`]). Only the first trigger since the object's last
 //! reconcile started counts (later ones join the same queued reconcile); the engine observes
 //! the wait (`kinfer_reconcile_queue_wait_seconds`) when that reconcile starts. A held
-//! reconcile (`Retry-After`) does not end the wait. Nothing here does I/O.
+//! reconcile (`Retry-After`) does not end the wait. Every recorded trigger counts in
+//! `workqueue_adds_total`. Nothing here does I/O.
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::memory::Memory;
 use crate::clock::Clock;
+use crate::metrics::ControllerMetrics;
 use crate::pipeline::ObjectKey;
 
 /// Records trigger arrivals for one engine; see the module contract.
@@ -26,6 +28,7 @@ pub struct Triggers {
     clock: Arc<dyn Clock>,
     kind: String,
     group: String,
+    metrics: Option<ControllerMetrics>,
 }
 
 impl std::fmt::Debug for Triggers {
@@ -49,6 +52,19 @@ impl Triggers {
             clock,
             kind,
             group,
+            metrics: None,
+        }
+    }
+
+    /// Count every recorded trigger in `metrics` (`workqueue_adds_total`).
+    pub(super) fn counting(mut self, metrics: ControllerMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn count(&self) {
+        if let Some(m) = &self.metrics {
+            m.triggered();
         }
     }
 
@@ -64,6 +80,7 @@ impl Triggers {
     /// An event of the reconciled object (`meta` is its metadata).
     pub fn object(&self, meta: &ObjectMeta) {
         if let Some(name) = meta.name.as_deref() {
+            self.count();
             self.memory
                 .seen(&self.key(meta.namespace.as_deref(), name), self.clock.now());
         }
@@ -78,6 +95,7 @@ impl Triggers {
                 .map_or("", |(group, _)| group);
             if owner.kind == self.kind && group == self.group {
                 let key = self.key(meta.namespace.as_deref(), &owner.name);
+                self.count();
                 self.memory.seen_if_known(&key, self.clock.now());
             }
         }

@@ -52,8 +52,8 @@ async fn stop(
         .expect("clean stop");
 }
 
-#[tokio::test]
-async fn run_leads_reconciles_to_ready_and_stops_on_termination() {
+/// The simulated cluster with the CRDs, and a client as the binary builds it.
+async fn simulated() -> (TestCluster, kube::Client) {
     let cluster = TestCluster::start_simulated().await.expect("test cluster");
     cluster
         .install_crds(&[ZerfooInferenceService::crd(), HttpRoute::crd()])
@@ -62,6 +62,12 @@ async fn run_leads_reconciles_to_ready_and_stops_on_termination() {
         kinfer_operator::client::from_kubeconfig(cluster.kubeconfig().expect("kubeconfig"))
             .await
             .expect("client");
+    (cluster, client)
+}
+
+#[tokio::test]
+async fn run_leads_reconciles_to_ready_and_stops_on_termination() {
+    let (_cluster, client) = simulated().await;
     let args = args(&[
         "--leader-elect",
         "--leader-election-namespace",
@@ -200,6 +206,143 @@ async fn routes_follow_the_gateway_api_crd_installed_and_removed_at_runtime() {
         .await
         .expect("delete crd");
     wait_for(&services, "gw", route_is("False")).await;
+
+    stop(term, operator).await;
+}
+
+/// `GET path` on `127.0.0.1:port`: (status, body). Blocking I/O off the runtime, which serves
+/// the request.
+async fn http_get(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    let response = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream.write_all(request.as_bytes()).expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        response
+    })
+    .await
+    .expect("request");
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The sum of the samples of metric `name` (every label set) in an OpenMetrics text.
+fn sample_sum(text: &str, name: &str) -> Option<f64> {
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// The metrics endpoint carries controller-runtime's names beside kinfer's, so dashboards and
+/// alerts written for Go operators work: every name has a sample, and the counters moved with
+/// a reconcile.
+#[tokio::test]
+async fn metrics_carry_the_controller_runtime_names_and_move() {
+    let (_cluster, client) = simulated().await;
+    // A free port for the metrics server (the flag takes an address, not a listener).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let metrics_addr = format!("127.0.0.1:{port}");
+    let args = Cli::try_parse_from([
+        "run",
+        "--metrics-addr",
+        metrics_addr.as_str(),
+        "--health-addr",
+        "127.0.0.1:0",
+        "--watch-namespace",
+        NS,
+        "--leader-elect",
+        "--leader-election-namespace",
+        NS,
+        "--leader-election-identity",
+        "zerfoo-operator-0",
+    ])
+    .expect("flags")
+    .run;
+    let (term, shutdown) = oneshot::channel::<()>();
+    let operator = tokio::spawn(run(args, client.clone(), async move {
+        let _ = shutdown.await;
+    }));
+    let services: Api<ZerfooInferenceService> = Api::namespaced(client.clone(), NS);
+    let mut zis = ZerfooInferenceService::new("scraped", valid_spec());
+    zis.metadata.namespace = Some(NS.into());
+    services
+        .create(&kube::api::PostParams::default(), &zis)
+        .await
+        .expect("create");
+    wait_for(
+        &services,
+        "scraped",
+        |z: Option<&ZerfooInferenceService>| {
+            z.is_some_and(|z| condition_status(z, "Ready") == "True")
+        },
+    )
+    .await;
+
+    let (status, text) = http_get(port, "/metrics").await;
+    assert_eq!(status, 200, "{text}");
+    for name in [
+        "controller_runtime_reconcile_total",
+        "controller_runtime_reconcile_errors_total",
+        "controller_runtime_reconcile_time_seconds_count",
+        "controller_runtime_active_workers",
+        "workqueue_depth",
+        "workqueue_adds_total",
+        "workqueue_queue_duration_seconds_count",
+        "leader_election_master_status",
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_start_time_seconds",
+        "kinfer_reconciles_total",
+    ] {
+        assert!(
+            sample_sum(&text, name).is_some(),
+            "no {name} sample:\n{text}"
+        );
+    }
+    let moved = |name: &str| sample_sum(&text, name).unwrap_or_default();
+    assert!(moved("controller_runtime_reconcile_total") >= 1.0, "{text}");
+    assert!(
+        (moved("controller_runtime_reconcile_total") - moved("kinfer_reconciles_total")).abs()
+            < 0.5,
+        "one reconcile, two names"
+    );
+    assert!(moved("controller_runtime_reconcile_time_seconds_count") >= 1.0);
+    assert!(moved("workqueue_adds_total") >= 1.0, "{text}");
+    assert!(
+        (moved("leader_election_master_status") - 1.0).abs() < 0.5,
+        "leading"
+    );
+    assert!(moved("process_resident_memory_bytes") > 1e6, "{text}");
+    assert!(moved("process_open_fds") >= 3.0);
+    let start = moved("process_start_time_seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after the epoch")
+        .as_secs_f64();
+    assert!(
+        start <= now + 1.0 && start > now - 3600.0,
+        "start {start}, now {now}"
+    );
 
     stop(term, operator).await;
 }
