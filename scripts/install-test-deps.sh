@@ -10,13 +10,15 @@
 #   package's own service is not used).
 # - musl-gcc: the C compiler for the static musl binaries of `cargo xtask image` (Debian
 #   package musl-tools; ring compiles C).
+# - promtool: checks the alert rules of deploy/monitoring (Debian package prometheus; its
+#   server is not started by the tests).
 #
 # Tests call this themselves when a tool is missing, so nothing is ever installed by hand.
 # Installing needs root, or password-less sudo, and Debian's package mirror (as on CI).
 set -euo pipefail
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kubectl docker-registry musl-gcc)
+[ ${#tools[@]} -gt 0 ] || tools=(kubectl docker-registry musl-gcc promtool)
 
 # tool -> "package binary"
 describe() {
@@ -24,6 +26,7 @@ describe() {
         kubectl) echo "kubernetes-client kubectl" ;;
         docker-registry) echo "docker-registry /usr/bin/docker-registry" ;;
         musl-gcc) echo "musl-tools musl-gcc" ;;
+        promtool) echo "prometheus promtool" ;;
         *) echo "install-test-deps: unknown tool: $1" >&2; return 1 ;;
     esac
 }

@@ -17,26 +17,36 @@ fn kustomize_default() -> Vec<Value> {
     kustomize("default")
 }
 
-/// Runs `kubectl kustomize deploy/<dir>`, installing kubectl first when it is missing.
-fn kustomize(dir: &str) -> Vec<Value> {
-    let root = root();
+/// Installs `tool` with `scripts/install-test-deps.sh` when it is missing.
+fn install(tool: &str) {
     let installed = Command::new("bash")
-        .arg(root.join("scripts/install-test-deps.sh"))
-        .arg("kubectl")
+        .arg(root().join("scripts/install-test-deps.sh"))
+        .arg(tool)
         .status()
         .expect("install script runs");
     assert!(
         installed.success(),
-        "kubectl is missing and could not be installed"
+        "{tool} is missing and could not be installed"
     );
+}
+
+/// Runs `kubectl kustomize deploy/<dir>`, installing kubectl first when it is missing.
+fn kustomize(dir: &str) -> Vec<Value> {
+    kustomize_path(&root().join("deploy").join(dir))
+}
+
+/// Runs `kubectl kustomize <dir>`.
+fn kustomize_path(dir: &Path) -> Vec<Value> {
+    install("kubectl");
     let output = Command::new("kubectl")
-        .args(["kustomize", &format!("deploy/{dir}")])
-        .current_dir(&root)
+        .arg("kustomize")
+        .arg(dir)
         .output()
         .expect("kubectl runs");
     assert!(
         output.status.success(),
-        "kubectl kustomize deploy/{dir} failed:\n{}",
+        "kubectl kustomize {} failed:\n{}",
+        dir.display(),
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).expect("utf-8");
@@ -224,4 +234,97 @@ fn rbac_has_no_wildcards_and_no_escalation_verbs() {
             role["metadata"]["name"]
         );
     }
+}
+
+/// `deploy/default` with the `deploy/monitoring` component, as a user's overlay includes it.
+fn kustomize_monitored() -> Vec<Value> {
+    let overlay = std::env::temp_dir().join(format!("kinfer-monitored-{}", std::process::id()));
+    std::fs::create_dir_all(&overlay).expect("overlay dir");
+    let overlay = overlay.canonicalize().expect("overlay dir");
+    let deploy = root().join("deploy").canonicalize().expect("deploy/");
+    // kustomize takes only relative paths: from the overlay up to `/`, then down to deploy/.
+    let up = "../".repeat(overlay.components().count() - 1);
+    let deploy = format!(
+        "{up}{}",
+        deploy.strip_prefix("/").expect("absolute").display()
+    );
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {deploy}/default\ncomponents:\n  - {deploy}/monitoring\n"
+        ),
+    )
+    .expect("overlay");
+    kustomize_path(&overlay)
+}
+
+/// Each operator's metrics Service is scraped by a ServiceMonitor beside it; the alerts and the
+/// Grafana dashboard come along.
+#[test]
+fn the_monitoring_component_scrapes_every_operator() {
+    let docs = kustomize_monitored();
+    let monitors = of_kind(&docs, "ServiceMonitor");
+    assert_eq!(monitors.len(), 3);
+    for monitor in monitors {
+        let ns = &monitor["metadata"]["namespace"];
+        let selector = monitor["spec"]["selector"]["matchLabels"]
+            .as_object()
+            .expect("matchLabels");
+        let port = &monitor["spec"]["endpoints"][0]["port"];
+        let selected: Vec<&Value> = of_kind(&docs, "Service")
+            .into_iter()
+            .filter(|s| {
+                &s["metadata"]["namespace"] == ns
+                    && selector
+                        .iter()
+                        .all(|(k, v)| &s["metadata"]["labels"][k] == v)
+            })
+            .collect();
+        assert_eq!(selected.len(), 1, "{ns}: one metrics Service");
+        assert!(
+            selected[0]["spec"]["ports"]
+                .as_array()
+                .expect("ports")
+                .iter()
+                .any(|p| &p["name"] == port),
+            "{ns}: the Service has the port {port}"
+        );
+    }
+    assert_eq!(of_kind(&docs, "PrometheusRule").len(), 1);
+    let dashboards: Vec<&Value> = of_kind(&docs, "ConfigMap")
+        .into_iter()
+        .filter(|c| c["metadata"]["labels"]["grafana_dashboard"] == "1")
+        .collect();
+    assert_eq!(dashboards.len(), 1);
+    let json = dashboards[0]["data"]["kinfer-operators.json"]
+        .as_str()
+        .expect("the dashboard");
+    let dashboard: Value = serde_json::from_str(json).expect("dashboard JSON");
+    assert!(dashboard["panels"].as_array().is_some_and(|p| p.len() >= 6));
+}
+
+/// `promtool check rules` accepts the alerts (a PrometheusRule's `spec` is a rules file).
+#[test]
+fn the_alerts_pass_promtool() {
+    install("promtool");
+    let rule: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(root().join("deploy/monitoring/prometheus_rule.yaml"))
+            .expect("rule file"),
+    )
+    .expect("YAML");
+    let file = std::env::temp_dir().join(format!("kinfer-rules-{}.json", std::process::id()));
+    // JSON is YAML: promtool reads it as a rules file.
+    std::fs::write(&file, rule["spec"].to_string()).expect("rules");
+    let out = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool runs");
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 7 rules found"));
 }

@@ -344,5 +344,33 @@ async fn metrics_carry_the_controller_runtime_names_and_move() {
         "start {start}, now {now}"
     );
 
+    // Every metric the shipped alerts and dashboard query is exported.
+    let monitoring =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/monitoring");
+    for file in ["prometheus_rule.yaml", "grafana-dashboard.json"] {
+        let queries = std::fs::read_to_string(monitoring.join(file)).expect("monitoring file");
+        let used: std::collections::BTreeSet<&str> = queries
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .filter(|t| {
+                [
+                    "kinfer_",
+                    "controller_runtime_",
+                    "workqueue_",
+                    "leader_election_",
+                    "process_",
+                ]
+                .iter()
+                .any(|p| t.starts_with(p))
+            })
+            .collect();
+        assert!(used.len() >= 4, "{file}: {used:?}");
+        for name in used {
+            assert!(
+                sample_sum(&text, name).is_some(),
+                "{file} queries {name}, which the operator does not export"
+            );
+        }
+    }
+
     stop(term, operator).await;
 }
