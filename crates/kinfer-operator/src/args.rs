@@ -144,6 +144,10 @@ pub struct CommonArgs {
     /// is not reconciled until they do: keep it short.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub debounce_ms: u64,
+    /// `/healthz` fails once work has been queued this long with no reconcile starting or
+    /// finishing (Go duration): the kubelet's liveness probe then restarts the process.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub wedged_after: Duration,
 }
 
 impl CommonArgs {
@@ -237,6 +241,7 @@ mod tests {
         assert_eq!(c.log_format, LogFormat::Text);
         assert_eq!(c.concurrency, 4);
         assert_eq!(c.debounce_ms, 50);
+        assert_eq!(c.wedged_after, crate::server::WEDGED_AFTER);
         assert_eq!(
             (c.lease_duration, c.renew_deadline, c.retry_period),
             (

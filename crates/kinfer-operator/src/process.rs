@@ -56,7 +56,7 @@ pub struct Process {
 impl Process {
     /// Serves the admin endpoints on the common addresses (not ready yet).
     pub async fn start(common: &CommonArgs) -> Result<Self, ServerError> {
-        let endpoints = Endpoints::new(Metrics::new());
+        let endpoints = Endpoints::new(Metrics::new()).with_wedged_after(common.wedged_after);
         let (stop, stopping) = watch::channel(false);
         let addrs = server::spawn(&common.admin_addrs(), &endpoints, &stopping).await?;
         Ok(Self {

@@ -1,11 +1,14 @@
-//! The HTTP endpoints: `/metrics` (OpenMetrics), `/healthz` (the process runs) and `/readyz`
-//! (startup checks passed).
+//! The HTTP endpoints: `/metrics` (OpenMetrics), `/healthz` (the controllers make progress)
+//! and `/readyz` (startup checks passed).
 //!
 //! Contract: a small HTTP/1.1 server on hyper; every listener serves all three paths (the
 //! binary opens one on `--metrics-addr` and one on `--health-addr`, [`spawn`]); anything else
 //! is 404. `/readyz` answers 503 until [`Endpoints::set_ready`] (the binary calls it once its
-//! start-up checks passed). It stops accepting when `shutdown` turns true (or its sender is
-//! dropped). It never touches the API server.
+//! start-up checks passed). `/healthz` answers 503 when the controllers are wedged: work has
+//! been queued with no reconcile starting or finishing for [`Endpoints::wedged_after`]
+//! ([`Metrics::stalled_for`]; an idle operator, and a standby replica, are healthy), so the
+//! kubelet restarts a process whose controllers stopped. It stops accepting when `shutdown`
+//! turns true (or its sender is dropped). It never touches the API server.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -37,13 +40,26 @@ pub enum ServerError {
     },
 }
 
+/// How long queued work may wait with no reconcile starting or finishing before `/healthz`
+/// fails, by default: longer than the longest hold the engine honours (a server's
+/// `Retry-After`, at most 5 minutes).
+pub const WEDGED_AFTER: std::time::Duration = std::time::Duration::from_mins(10);
+
 /// What the endpoints report.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Endpoints {
     /// The metrics registry.
     pub metrics: Metrics,
     /// Set once the startup checks passed.
     pub ready: Arc<AtomicBool>,
+    /// `/healthz` fails when queued work has seen no reconcile for this long.
+    pub wedged_after: std::time::Duration,
+}
+
+impl Default for Endpoints {
+    fn default() -> Self {
+        Self::new(Metrics::default())
+    }
 }
 
 impl Endpoints {
@@ -52,7 +68,15 @@ impl Endpoints {
         Self {
             metrics,
             ready: Arc::default(),
+            wedged_after: WEDGED_AFTER,
         }
+    }
+
+    /// Fail `/healthz` after `after` of queued work without a reconcile.
+    #[must_use]
+    pub fn with_wedged_after(mut self, after: std::time::Duration) -> Self {
+        self.wedged_after = after;
+        self
     }
 
     /// Marks the process ready (`/readyz` answers 200 from now on).
@@ -71,7 +95,17 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 fn respond(endpoints: &Endpoints, path: &str) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match path {
         "/metrics" => (StatusCode::OK, OPENMETRICS, endpoints.metrics.encode()),
-        "/healthz" => (StatusCode::OK, "text/plain", "ok".to_owned()),
+        "/healthz" => match endpoints.metrics.stalled_for() {
+            Some(stalled) if stalled >= endpoints.wedged_after => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!(
+                    "wedged: work queued and no reconcile for {}s",
+                    stalled.as_secs()
+                ),
+            ),
+            _ => (StatusCode::OK, "text/plain", "ok".to_owned()),
+        },
         "/readyz" if endpoints.ready.load(Ordering::Relaxed) => {
             (StatusCode::OK, "text/plain", "ok".to_owned())
         }

@@ -308,6 +308,38 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     (status, response)
 }
 
+/// `/healthz` fails while work is queued and no reconcile starts or finishes for the limit, and
+/// recovers with the next reconcile; an idle process is healthy however long it idles.
+#[tokio::test]
+async fn healthz_fails_when_queued_work_sees_no_reconcile() {
+    let metrics = kinfer_state::metrics::Metrics::new();
+    let endpoints = Endpoints::new(metrics.clone()).with_wedged_after(Duration::ZERO);
+    let (_stop_tx, stop_rx) = watch::channel(false);
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let addr = server::spawn(&[any], &endpoints, &stop_rx).await.unwrap()[0];
+    // Nothing queued: healthy, even with a zero limit.
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    // One object queued, no reconcile since: wedged.
+    let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let depth = std::sync::Arc::clone(&queued);
+    metrics.queue_depth("toy", move || {
+        Some(depth.load(std::sync::atomic::Ordering::Relaxed))
+    });
+    let (status, body) = get(addr, "/healthz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("wedged"), "{body}");
+    // With a limit not reached yet, a reconcile just started: healthy.
+    let patient = Endpoints::new(metrics.clone()).with_wedged_after(Duration::from_mins(10));
+    let addr = server::spawn(&[any], &patient, &stop_rx).await.unwrap()[0];
+    metrics.controller("toy").started();
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    // The queue drained: healthy again under the zero limit too.
+    queued.store(0, std::sync::atomic::Ordering::Relaxed);
+    let zero = Endpoints::new(metrics.clone()).with_wedged_after(Duration::ZERO);
+    let addr = server::spawn(&[any], &zero, &stop_rx).await.unwrap()[0];
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+}
+
 #[tokio::test]
 async fn the_admin_server_serves_metrics_and_probes_on_every_address() {
     let endpoints = Endpoints::default();
@@ -513,6 +545,7 @@ fn leader_args(namespace: Option<&str>) -> CommonArgs {
         log_format: kinfer_operator::LogFormat::Text,
         concurrency: 1,
         debounce_ms: 0,
+        wedged_after: kinfer_operator::server::WEDGED_AFTER,
     }
 }
 

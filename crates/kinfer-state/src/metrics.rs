@@ -161,22 +161,28 @@ impl std::fmt::Debug for QueueDepth {
     }
 }
 
+impl QueueDepth {
+    /// The depth per controller name, dropping the sources whose engine is gone.
+    fn totals(&self) -> std::collections::BTreeMap<String, i64> {
+        let mut depth: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
+        let mut sources = self
+            .sources
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sources.retain(|(name, source)| match source() {
+            Some(n) => {
+                *depth.entry(name.clone()).or_default() += i64::try_from(n).unwrap_or(i64::MAX);
+                true
+            }
+            None => false,
+        });
+        depth
+    }
+}
+
 impl Collector for QueueDepth {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let mut depth: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
-        {
-            let mut sources = self
-                .sources
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            sources.retain(|(name, source)| match source() {
-                Some(n) => {
-                    *depth.entry(name.clone()).or_default() += i64::try_from(n).unwrap_or(i64::MAX);
-                    true
-                }
-                None => false,
-            });
-        }
+        let depth = self.totals();
         let mut family = encoder.encode_descriptor(
             "workqueue_depth",
             "Objects with a trigger not reconciled yet",
@@ -274,9 +280,38 @@ impl Collector for ProcessMetrics {
     }
 }
 
+/// When a reconcile last started or finished anywhere in the process.
+#[derive(Debug)]
+struct Progress {
+    base: std::time::Instant,
+    /// Nanoseconds after `base`.
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            base: std::time::Instant::now(),
+            last: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn mark(&self) {
+        let nanos = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last.store(nanos, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn since(&self) -> std::time::Duration {
+        let last =
+            std::time::Duration::from_nanos(self.last.load(std::sync::atomic::Ordering::Relaxed));
+        self.base.elapsed().saturating_sub(last)
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     registry: Mutex<Registry>,
+    progress: Arc<Progress>,
     cr_reconciles: Family<ResultLabels, Counter>,
     cr_errors: Family<ControllerLabel, Counter>,
     cr_time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
@@ -403,6 +438,7 @@ impl Metrics {
         Self {
             inner: Arc::new(Inner {
                 registry: Mutex::new(root),
+                progress: Arc::new(Progress::new()),
                 cr_reconciles,
                 cr_errors,
                 cr_time,
@@ -459,6 +495,14 @@ impl Metrics {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push((controller.to_owned(), Box::new(depth)));
+    }
+
+    /// How long the process has had work queued without any reconcile starting or finishing:
+    /// `None` while nothing is queued (an idle operator is not stalled). A health check
+    /// compares it with its limit.
+    pub fn stalled_for(&self) -> Option<std::time::Duration> {
+        let queued: i64 = self.inner.wq_depth.totals().values().sum();
+        (queued > 0).then(|| self.inner.progress.since())
     }
 
     /// Sets `leader_election_master_status{name}`: 1 while this replica holds Lease `name`.
@@ -534,6 +578,7 @@ impl Metrics {
             name: controller.to_owned(),
         };
         ControllerMetrics {
+            progress: Arc::clone(&i.progress),
             results: ReconcileResult::ALL.map(|r| {
                 i.cr_reconciles
                     .get_or_create(&ResultLabels {
@@ -605,6 +650,7 @@ impl Metrics {
 /// One controller's metric handles ([`Metrics::controller`]).
 #[derive(Debug, Clone)]
 pub struct ControllerMetrics {
+    progress: Arc<Progress>,
     results: [Counter; 3],
     cr_errors: Counter,
     cr_time: Histogram,
@@ -623,11 +669,13 @@ pub struct ControllerMetrics {
 impl ControllerMetrics {
     /// A reconcile starts (`controller_runtime_active_workers`).
     pub fn started(&self) {
+        self.progress.mark();
         self.active.inc();
     }
 
     /// Count a reconcile, its duration and how it ended (and end its worker).
     pub fn reconciled(&self, seconds: f64, result: ReconcileResult) {
+        self.progress.mark();
         self.active.dec();
         self.reconciles.inc();
         self.duration.observe(seconds);

@@ -48,7 +48,7 @@ async fn run(args: RunArgs) -> Result<()> {
         );
     }
     controllers::install_crypto_provider();
-    let endpoints = server::Endpoints::default();
+    let endpoints = server::Endpoints::default().with_wedged_after(common.wedged_after);
     let (stop_tx, stop_rx) = watch::channel(false);
     server::spawn(&common.admin_addrs(), &endpoints, &stop_rx).await?;
     let client = controllers::client().await?;
