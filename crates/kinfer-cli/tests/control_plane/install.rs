@@ -248,3 +248,52 @@ fn example_dirs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         example_dirs(sub, out);
     }
 }
+
+/// `kubectl get KIND NAME` fails with NotFound.
+fn gone(plane: &ControlPlane, args: &[&str]) -> bool {
+    let mut all = vec!["get"];
+    all.extend_from_slice(args);
+    let out = crate::kubectl(plane, &all);
+    !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("NotFound")
+}
+
+/// The documented uninstall, on a control plane of its own (deleting CRDs must not disturb the
+/// other tests): the Zerfoo operator installed alone and an example applied; the example's
+/// objects deleted, then `kubectl delete -k deploy/zerfoo-operator` removes the CRD, the
+/// operator's namespace (the namespace controller finalizes it), its RBAC and its user roles.
+#[tokio::test]
+async fn uninstall_removes_what_the_install_created() {
+    let plane = ControlPlane::start(kinfer_testkit::control_plane::Options::default())
+        .await
+        .expect("a control plane of its own");
+    install(&plane, "zerfoo-operator");
+    let example = root().join("examples/zerfoo/plain.yaml");
+    let run = |args: &[&str]| {
+        let out = crate::kubectl(&plane, args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // kubectl applies a CRD's objects only once it is Established.
+    run(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/zerfooinferenceservices.zerfoo.feza.ai",
+    ]);
+    run(&["apply", "--server-side", "-f", example.to_str().unwrap()]);
+    run(&["delete", "--wait", "zerfooinferenceservices", "--all", "-A"]);
+    let deploy = root().join("deploy/zerfoo-operator");
+    run(&["delete", "--wait", "-k", deploy.to_str().unwrap()]);
+    for what in [
+        ["crd", "zerfooinferenceservices.zerfoo.feza.ai"],
+        ["namespace", "zerfoo-system"],
+        ["clusterrole", "zerfoo-operator"],
+        ["clusterrolebinding", "zerfoo-operator"],
+        ["clusterrole", "kinfer-zerfoo-edit"],
+        ["clusterrole", "kinfer-zerfoo-view"],
+    ] {
+        assert!(gone(&plane, &what), "{what:?} is still there");
+    }
+}
