@@ -332,7 +332,8 @@ async fn images_build_push_pull_and_run() {
 
 /// The operators' images, built from two clones of the commit, have the same digests (all four
 /// binaries are built, so the dependencies are the main build's: building one alone unifies
-/// other features and rebuilds them; `kinfer` embeds its checkout's path, docs/images.md).
+/// other features and rebuilds them; `kinfer`'s digest still depends on the directory,
+/// docs/images.md).
 #[test]
 fn the_same_commit_gives_the_same_digests_from_two_directories() {
     let _build = BUILDS

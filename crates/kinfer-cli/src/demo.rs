@@ -37,15 +37,21 @@ pub struct DemoArgs {
 /// The GPUs the demo adds unless `--set-gpus` is given.
 pub const DEFAULT_GPUS: &str = "MI300X=8";
 
+/// `--examples`, else the `examples/` directory of the current directory or of the nearest
+/// ancestor holding one (run from anywhere in a checkout). The binary embeds no source path:
+/// its image is the same whichever directory built it.
 fn examples_dir(given: Option<&Path>) -> PathBuf {
     if let Some(dir) = given {
         return dir.to_path_buf();
     }
-    let here = PathBuf::from("examples");
-    if here.is_dir() {
-        return here;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| {
+            cwd.ancestors()
+                .map(|d| d.join("examples"))
+                .find(|d| d.is_dir())
+        })
+        .unwrap_or_else(|| PathBuf::from("examples"))
 }
 
 fn object_line(v: &Value) -> String {
