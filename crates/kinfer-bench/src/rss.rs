@@ -35,17 +35,7 @@ pub fn kib_to_mib(kib: u64) -> f64 {
 /// Parses the `VmRSS` and `VmHWM` lines of a `/proc/<pid>/status` text; `None` when either is
 /// missing (a kernel thread, or a process that already exited).
 pub fn parse_status(text: &str) -> Option<Rss> {
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| {
-                rest.trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-    };
+    let field = |name: &str| kinfer_state::metrics::proc_status_kib(text, name);
     Some(Rss {
         current_kib: field("VmRSS:")?,
         peak_kib: field("VmHWM:")?,

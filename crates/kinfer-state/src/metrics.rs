@@ -17,7 +17,8 @@
 //! work unchanged; `controller` and `name` are the same controller name):
 //! - `controller_runtime_reconcile_total{controller,result}` (`success`, `error`,
 //!   `requeue_after`), `controller_runtime_reconcile_errors_total{controller}`,
-//!   `controller_runtime_reconcile_time_seconds{controller}`,
+//!   `controller_runtime_reconcile_time_seconds{controller}` (the same histogram as
+//!   `kinfer_reconcile_duration_seconds`),
 //!   `controller_runtime_active_workers{controller}`;
 //! - `workqueue_adds_total{name}` (triggers recorded), `workqueue_depth{name}` (objects with a
 //!   trigger not reconciled yet, read from each engine at scrape time),
@@ -196,6 +197,15 @@ impl Collector for QueueDepth {
     }
 }
 
+/// The value of the `field` line (`VmRSS:`, `VmHWM:`, ...) of a `/proc/<pid>/status` text, in
+/// KiB; `None` when the line is missing or not a number.
+pub fn proc_status_kib(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 /// The process metrics, read from `/proc/self` at scrape time (Linux).
 #[derive(Debug, Default)]
 struct ProcessMetrics;
@@ -227,11 +237,8 @@ impl ProcessMetrics {
 
     fn resident_bytes() -> Option<i64> {
         let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let kib = status.lines().find_map(|l| {
-            l.strip_prefix("VmRSS:")
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
-        })?;
-        Some(kib * 1024)
+        let kib = proc_status_kib(&status, "VmRSS:")?;
+        i64::try_from(kib).ok()?.checked_mul(1024)
     }
 
     fn open_fds() -> Option<i64> {
@@ -314,7 +321,6 @@ struct Inner {
     progress: Arc<Progress>,
     cr_reconciles: Family<ResultLabels, Counter>,
     cr_errors: Family<ControllerLabel, Counter>,
-    cr_time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
     cr_active: Family<ControllerLabel, Gauge>,
     wq_adds: Family<NameLabel, Counter>,
     wq_wait: Family<NameLabel, Histogram, fn() -> Histogram>,
@@ -347,9 +353,11 @@ impl Metrics {
         let mut root = Registry::default();
         let cr_reconciles = Family::<ResultLabels, Counter>::default();
         let cr_errors = Family::<ControllerLabel, Counter>::default();
-        let cr_time = Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
-            duration_histogram,
-        );
+        // One histogram under both names: `kinfer_reconcile_duration_seconds` below.
+        let duration =
+            Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+                duration_histogram,
+            );
         let cr_active = Family::<ControllerLabel, Gauge>::default();
         let wq_adds = Family::<NameLabel, Counter>::default();
         let wq_wait = Family::<NameLabel, Histogram, fn() -> Histogram>::new_with_constructor(
@@ -370,7 +378,7 @@ impl Metrics {
         root.register(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
-            cr_time.clone(),
+            duration.clone(),
         );
         root.register(
             "controller_runtime_active_workers",
@@ -397,10 +405,6 @@ impl Metrics {
         let registry = root.sub_registry_with_prefix("kinfer");
         let reconciles = Family::<ControllerLabel, Counter>::default();
         let errors = Family::<CategoryLabels, Counter>::default();
-        let duration =
-            Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
-                duration_histogram,
-            );
         let queue_wait =
             Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
                 duration_histogram,
@@ -441,7 +445,6 @@ impl Metrics {
                 progress: Arc::new(Progress::new()),
                 cr_reconciles,
                 cr_errors,
-                cr_time,
                 cr_active,
                 wq_adds,
                 wq_wait,
@@ -588,7 +591,6 @@ impl Metrics {
                     .clone()
             }),
             cr_errors: i.cr_errors.get_or_create(&c).clone(),
-            cr_time: i.cr_time.get_or_create(&c).clone(),
             active: i.cr_active.get_or_create(&c).clone(),
             adds: i.wq_adds.get_or_create(&n).clone(),
             queue_duration: i.wq_wait.get_or_create(&n).clone(),
@@ -653,7 +655,6 @@ pub struct ControllerMetrics {
     progress: Arc<Progress>,
     results: [Counter; 3],
     cr_errors: Counter,
-    cr_time: Histogram,
     active: Gauge,
     adds: Counter,
     queue_duration: Histogram,
@@ -679,7 +680,6 @@ impl ControllerMetrics {
         self.active.dec();
         self.reconciles.inc();
         self.duration.observe(seconds);
-        self.cr_time.observe(seconds);
         if let Some(i) = ReconcileResult::ALL.iter().position(|r| *r == result) {
             self.results[i].inc();
         }

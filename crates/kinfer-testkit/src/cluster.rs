@@ -498,31 +498,50 @@ impl Default for RunOptions {
     }
 }
 
-/// Parse every CRD document in the YAML files of `paths` (directories are read recursively,
-/// in path order; non-CRD documents such as a `kustomization.yaml` are skipped).
-pub fn load_crds(paths: &[PathBuf]) -> Result<Vec<Value>, Error> {
-    fn walk(dir: &std::path::Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+/// The files named by `paths`, in order, each directory expanded recursively (entries in path
+/// order) to its files that `keep` keeps. A directory that cannot be read is returned with its
+/// error.
+pub fn files_under(
+    paths: &[PathBuf],
+    keep: impl Fn(&std::path::Path) -> bool,
+) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
+    fn walk(
+        dir: &std::path::Path,
+        keep: &dyn Fn(&std::path::Path) -> bool,
+        out: &mut Vec<PathBuf>,
+    ) -> Result<(), (PathBuf, std::io::Error)> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| (dir.to_path_buf(), e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .collect();
         entries.sort();
-        for e in entries {
-            if e.is_dir() {
-                walk(&e, files)?;
-            } else if e.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                files.push(e);
+        for entry in entries {
+            if entry.is_dir() {
+                walk(&entry, keep, out)?;
+            } else if keep(&entry) {
+                out.push(entry);
             }
         }
         Ok(())
     }
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            walk(p, &mut files)?;
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            walk(path, &keep, &mut out)?;
         } else {
-            files.push(p.clone());
+            out.push(path.clone());
         }
     }
+    Ok(out)
+}
+
+/// Parse every CRD document in the YAML files of `paths` (directories are read recursively,
+/// in path order; non-CRD documents such as a `kustomization.yaml` are skipped).
+pub fn load_crds(paths: &[PathBuf]) -> Result<Vec<Value>, Error> {
+    let files = files_under(paths, |f| {
+        f.extension().is_some_and(|x| x == "yaml" || x == "yml")
+    })
+    .map_err(|(_, e)| e)?;
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f)?;

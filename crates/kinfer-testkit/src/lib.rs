@@ -160,8 +160,8 @@ pub mod watch;
 pub mod write;
 
 pub use cluster::{
-    FaultHandle, RunOptions, Source, TestCluster, TestEnv, client_from_kubeconfig, load_crds,
-    run_cluster, serve_until, test_client, test_client_on,
+    FaultHandle, RunOptions, Source, TestCluster, TestEnv, client_from_kubeconfig, files_under,
+    load_crds, run_cluster, serve_until, test_client, test_client_on,
 };
 pub use control_plane::ControlPlane;
 pub use error::{ApiError, Error};

@@ -133,40 +133,15 @@ fn is_manifest(path: &Path) -> bool {
         .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InvalidInput> {
-    let unreadable = |e: std::io::Error| InvalidInput {
-        file: dir.to_path_buf(),
+/// The manifest files named by `paths`, in order (directories expanded).
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InvalidInput> {
+    kinfer_testkit::files_under(paths, is_manifest).map_err(|(dir, e)| InvalidInput {
+        file: dir,
         index: None,
         object: None,
         path: String::new(),
         message: format!("cannot read directory: {e}"),
-    };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(unreadable)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for entry in entries {
-        if entry.is_dir() {
-            walk(&entry, out)?;
-        } else if is_manifest(&entry) {
-            out.push(entry);
-        }
-    }
-    Ok(())
-}
-
-/// The manifest files named by `paths`, in order (directories expanded).
-pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InvalidInput> {
-    let mut out = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            walk(path, &mut out)?;
-        } else {
-            out.push(path.clone());
-        }
-    }
-    Ok(out)
+    })
 }
 
 /// Whether `line` (without its newline) is a document separator, as kubectl's YAML reader

@@ -285,8 +285,8 @@ impl<P: Pipeline> Engine<P> {
             Arc::clone(&self.clock),
             P::Object::kind(&()).into_owned(),
             P::Object::group(&()).into_owned(),
+            self.handles.clone(),
         )
-        .counting(self.handles.clone())
     }
 
     /// Reconcile an object that may not have deserialised: a malformed object is logged,

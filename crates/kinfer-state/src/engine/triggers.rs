@@ -28,7 +28,7 @@ pub struct Triggers {
     clock: Arc<dyn Clock>,
     kind: String,
     group: String,
-    metrics: Option<ControllerMetrics>,
+    metrics: ControllerMetrics,
 }
 
 impl std::fmt::Debug for Triggers {
@@ -46,25 +46,14 @@ impl Triggers {
         clock: Arc<dyn Clock>,
         kind: String,
         group: String,
+        metrics: ControllerMetrics,
     ) -> Self {
         Self {
             memory,
             clock,
             kind,
             group,
-            metrics: None,
-        }
-    }
-
-    /// Count every recorded trigger in `metrics` (`workqueue_adds_total`).
-    pub(super) fn counting(mut self, metrics: ControllerMetrics) -> Self {
-        self.metrics = Some(metrics);
-        self
-    }
-
-    fn count(&self) {
-        if let Some(m) = &self.metrics {
-            m.triggered();
+            metrics,
         }
     }
 
@@ -80,7 +69,7 @@ impl Triggers {
     /// An event of the reconciled object (`meta` is its metadata).
     pub fn object(&self, meta: &ObjectMeta) {
         if let Some(name) = meta.name.as_deref() {
-            self.count();
+            self.metrics.triggered();
             self.memory
                 .seen(&self.key(meta.namespace.as_deref(), name), self.clock.now());
         }
@@ -95,7 +84,7 @@ impl Triggers {
                 .map_or("", |(group, _)| group);
             if owner.kind == self.kind && group == self.group {
                 let key = self.key(meta.namespace.as_deref(), &owner.name);
-                self.count();
+                self.metrics.triggered();
                 self.memory.seen_if_known(&key, self.clock.now());
             }
         }
@@ -140,6 +129,7 @@ mod tests {
             clock.clone(),
             "Toy".into(),
             "example.com".into(),
+            crate::metrics::Metrics::new().controller("toy"),
         );
         let key = t.key(Some("ns"), "a");
         let t0 = clock.now();
