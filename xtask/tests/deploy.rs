@@ -134,6 +134,17 @@ fn each_operator_installs_alone_with_its_crds_and_image() {
             })
             .collect();
         assert_eq!(aggregated.len(), 2, "{dir}: an edit and a view role");
+        let reader = format!("{dir}-metrics-reader");
+        let readers: Vec<&Value> = of_kind(&docs, "ClusterRole")
+            .into_iter()
+            .filter(|r| r["metadata"]["name"] == reader.as_str())
+            .collect();
+        assert_eq!(readers.len(), 1, "{dir}: the metrics reader role");
+        assert_eq!(
+            readers[0]["rules"],
+            serde_json::json!([{ "nonResourceURLs": ["/metrics"], "verbs": ["get"] }]),
+            "{dir}"
+        );
         for role in aggregated {
             for rule in role["rules"].as_array().expect("rules") {
                 assert_eq!(rule["apiGroups"], serde_json::json!([group]), "{dir}");
@@ -271,6 +282,7 @@ fn the_monitoring_component_scrapes_every_operator() {
             .as_object()
             .expect("matchLabels");
         let port = &monitor["spec"]["endpoints"][0]["port"];
+        assert_eq!(monitor["spec"]["endpoints"][0]["scheme"], "https", "{ns}");
         let selected: Vec<&Value> = of_kind(&docs, "Service")
             .into_iter()
             .filter(|s| {

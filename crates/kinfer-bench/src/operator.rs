@@ -1,5 +1,6 @@
 //! An operator binary as a child process: started with a kubeconfig for the harness' test
-//! cluster and its admin server on a free loopback port, waited on until `/readyz` answers,
+//! cluster, its probes and its metrics (plain HTTP: `--metrics-secure=false`) on free loopback
+//! ports, waited on until `/readyz` answers,
 //! scraped, and stopped with SIGTERM (then SIGKILL if it does not exit in time).
 //!
 //! Its logs go to a file next to the kubeconfig, so they cost the operator what they would in
@@ -21,7 +22,7 @@ use crate::rss::{self, Rss};
 pub struct Launch {
     /// The binary.
     pub binary: PathBuf,
-    /// Arguments after `run` (the harness adds the admin addresses).
+    /// Arguments after `run` (the harness adds the endpoint addresses).
     pub args: Vec<String>,
     /// The kubeconfig of the test cluster.
     pub kubeconfig: PathBuf,
@@ -34,7 +35,8 @@ pub struct Launch {
 pub struct Operator {
     child: Child,
     pid: u32,
-    admin: SocketAddr,
+    /// `/metrics`, plain HTTP on loopback (the probes' port is only waited on at start).
+    metrics: SocketAddr,
 }
 
 /// A loopback address nobody listens on right now.
@@ -46,7 +48,7 @@ fn free_port() -> Result<SocketAddr> {
 impl Operator {
     /// Starts the binary and waits (bounded by `timeout`) until `/readyz` answers 200.
     pub async fn start(launch: &Launch, timeout: Duration) -> Result<Self> {
-        let admin = free_port()?;
+        let (health, metrics) = (free_port()?, free_port()?);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -55,9 +57,10 @@ impl Operator {
         let mut cmd = Command::new(&launch.binary);
         cmd.arg("run")
             .arg("--metrics-addr")
-            .arg(admin.to_string())
+            .arg(metrics.to_string())
+            .arg("--metrics-secure=false")
             .arg("--health-addr")
-            .arg(admin.to_string())
+            .arg(health.to_string())
             .args(&launch.args)
             .env("KUBECONFIG", &launch.kubeconfig)
             .stdin(Stdio::null())
@@ -68,7 +71,11 @@ impl Operator {
             .spawn()
             .with_context(|| format!("starting {}", launch.binary.display()))?;
         let pid = child.id().context("the operator exited at once")?;
-        let mut op = Self { child, pid, admin };
+        let mut op = Self {
+            child,
+            pid,
+            metrics,
+        };
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = op.child.try_wait()? {
@@ -78,7 +85,7 @@ impl Operator {
                     launch.log.display()
                 );
             }
-            if matches!(http_get(admin, "/readyz").await, Ok((200, _))) {
+            if matches!(http_get(health, "/readyz").await, Ok((200, _))) {
                 return Ok(op);
             }
             if Instant::now() > deadline {
@@ -100,7 +107,7 @@ impl Operator {
 
     /// Its metrics now.
     pub async fn scrape(&self) -> Result<Scrape> {
-        Scrape::fetch(self.admin).await
+        Scrape::fetch(self.metrics).await
     }
 
     /// SIGTERM, then SIGKILL after `grace`; returns whether it stopped on SIGTERM.

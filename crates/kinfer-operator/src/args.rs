@@ -97,10 +97,19 @@ fn parse_whole_seconds(s: &str) -> Result<Duration, String> {
 /// The common flags; see the module contract.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct CommonArgs {
-    /// Address of the Prometheus endpoint (`/metrics`; also serves the probes).
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    /// Address of the Prometheus endpoint (`/metrics` only).
+    #[arg(long, default_value = "0.0.0.0:8443")]
     pub metrics_addr: SocketAddr,
-    /// Address of the probe endpoints (`/healthz`, `/readyz`; also serves `/metrics`).
+    /// Serve `/metrics` over HTTPS to scrapers whose token may `get` `/metrics` (reviewed
+    /// with the API server); `--metrics-secure=false` serves plain HTTP, and then only on a
+    /// loopback `--metrics-addr`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics_secure: bool,
+    /// Directory of the metrics serving certificate (`tls.crt`, `tls.key`); a self-signed one
+    /// is generated at start when absent.
+    #[arg(long)]
+    pub metrics_cert_dir: Option<std::path::PathBuf>,
+    /// Address of the probe endpoints (`/healthz`, `/readyz`; plain HTTP).
     #[arg(long, default_value = "0.0.0.0:8081")]
     pub health_addr: SocketAddr,
     /// Run the controllers only while holding the leader-election Lease (for more than one
@@ -151,15 +160,6 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// The addresses the admin server listens on: metrics and health, once each.
-    pub fn admin_addrs(&self) -> Vec<SocketAddr> {
-        let mut addrs = vec![self.metrics_addr];
-        if self.health_addr != self.metrics_addr {
-            addrs.push(self.health_addr);
-        }
-        addrs
-    }
-
     /// The Lease to campaign for, `None` without `--leader-elect`; `default_id` names it when
     /// `--leader-election-id` is absent. Timings from the flags, checked in order (see the
     /// module contract).
@@ -234,7 +234,10 @@ mod tests {
     #[test]
     fn defaults() {
         let c = parse(&[]);
-        assert_eq!(c.metrics_addr.to_string(), "0.0.0.0:8080");
+        assert_eq!(c.metrics_addr.to_string(), "0.0.0.0:8443");
+        assert!(c.metrics_secure);
+        assert_eq!(c.metrics_cert_dir, None);
+        assert!(!parse(&["--metrics-secure=false"]).metrics_secure);
         assert_eq!(c.health_addr.to_string(), "0.0.0.0:8081");
         assert!(!c.leader_elect);
         assert!(c.watch_namespaces.is_empty());
@@ -250,7 +253,6 @@ mod tests {
                 Duration::from_secs(2)
             )
         );
-        assert_eq!(c.admin_addrs().len(), 2);
         assert_eq!(c.lease_settings("x-leader").unwrap(), None);
     }
 
@@ -360,16 +362,5 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn same_metrics_and_health_address_is_served_once() {
-        let c = parse(&[
-            "--metrics-addr",
-            "127.0.0.1:9000",
-            "--health-addr",
-            "127.0.0.1:9000",
-        ]);
-        assert_eq!(c.admin_addrs().len(), 1);
     }
 }

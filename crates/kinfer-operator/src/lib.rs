@@ -43,7 +43,7 @@
 //!     ControllerOptions, Controllers, CrdWatch, Process, crds, restart_on_change, signal,
 //! };
 //! const ROUTES: &str = "httproutes.gateway.networking.k8s.io";
-//! let process = Process::start(&common).await?;
+//! let process = Process::start(&common, &client).await?;
 //! crds::require(&client, &["widgets.example.com"], "kubectl apply -k deploy/crds").await?;
 //! let optional = CrdWatch::start(&client, &[ROUTES], process.stopping()).await?;
 //! let metrics = process.metrics();
@@ -82,12 +82,14 @@ pub mod client;
 pub mod controller;
 pub mod crds;
 pub mod leader;
+pub mod metrics_auth;
 pub mod optional_crds;
 pub mod process;
 pub mod run;
 pub mod server;
 pub mod signal;
 pub mod telemetry;
+pub mod tls;
 
 pub use args::{ArgsError, CommonArgs, LogFormat};
 pub use client::ClientError;

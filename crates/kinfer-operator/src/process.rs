@@ -6,7 +6,7 @@
 //! ```no_run
 //! # async fn demo(common: kinfer_operator::CommonArgs, client: kube::Client) -> Result<(), kinfer_operator::Error> {
 //! use kinfer_operator::{Process, crds, signal};
-//! let process = Process::start(&common).await?; // /metrics, /healthz; /readyz 503
+//! let process = Process::start(&common, &client).await?; // /metrics, /healthz; /readyz 503
 //! crds::require(&client, &["widgets.example.com"], "kubectl apply -k deploy/crds").await?;
 //! // ... optional CRDs (with `process.stopping()`), pipeline, engine (with `process.metrics()`)
 //! process
@@ -19,8 +19,9 @@
 //! ```
 //!
 //! Contract:
-//! - [`Process::start`] binds the admin endpoints (`--metrics-addr`, `--health-addr`) before
-//!   anything talks to the API server, so a hanging start-up check is visible (`/healthz` 200,
+//! - [`Process::start`] binds the endpoints (`--health-addr`, `--metrics-addr`:
+//!   [`crate::server::listeners`]) before anything talks to the API server (the metrics
+//!   listener reviews its scrapers through the client only when one calls), so a hanging start-up check is visible (`/healthz` 200,
 //!   `/readyz` 503); a bind failure is an error.
 //! - [`Process::lead`] marks the process ready (the caller has passed its start-up checks),
 //!   then runs the controllers while this replica holds the Lease (at once without
@@ -54,11 +55,13 @@ pub struct Process {
 }
 
 impl Process {
-    /// Serves the admin endpoints on the common addresses (not ready yet).
-    pub async fn start(common: &CommonArgs) -> Result<Self, ServerError> {
+    /// Serves the endpoints of the common flags (not ready yet); `client` reviews metrics
+    /// scrapers ([`server::listeners`]).
+    pub async fn start(common: &CommonArgs, client: &Client) -> Result<Self, ServerError> {
         let endpoints = Endpoints::new(Metrics::new()).with_wedged_after(common.wedged_after);
         let (stop, stopping) = watch::channel(false);
-        let addrs = server::spawn(&common.admin_addrs(), &endpoints, &stopping).await?;
+        let listeners = server::listeners(common, client)?;
+        let addrs = server::spawn(&listeners, &endpoints, &stopping).await?;
         Ok(Self {
             endpoints,
             addrs,
@@ -71,7 +74,7 @@ impl Process {
         self.endpoints.metrics.clone()
     }
 
-    /// The bound admin addresses (port 0 resolved).
+    /// The bound addresses, health then metrics (port 0 resolved).
     pub fn addrs(&self) -> &[SocketAddr] {
         &self.addrs
     }

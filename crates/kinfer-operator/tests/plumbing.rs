@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kinfer_operator::leader::{LeaderElector, LeaderError, LeaseSettings};
-use kinfer_operator::server::{self, Endpoints};
+use kinfer_operator::server::{self, Endpoints, Role};
 use kinfer_operator::{
     CommonArgs, CrdError, CrdWatch, InstalledCrds, Process, crds, run_with_leader_election,
 };
@@ -316,7 +316,9 @@ async fn healthz_fails_when_queued_work_sees_no_reconcile() {
     let endpoints = Endpoints::new(metrics.clone()).with_wedged_after(Duration::ZERO);
     let (_stop_tx, stop_rx) = watch::channel(false);
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let addr = server::spawn(&[any], &endpoints, &stop_rx).await.unwrap()[0];
+    let addr = server::spawn(&[(any, Role::Health)], &endpoints, &stop_rx)
+        .await
+        .unwrap()[0];
     // Nothing queued: healthy, even with a zero limit.
     assert_eq!(get(addr, "/healthz").await.0, 200);
     // One object queued, no reconcile since: wedged.
@@ -330,50 +332,80 @@ async fn healthz_fails_when_queued_work_sees_no_reconcile() {
     assert!(body.contains("wedged"), "{body}");
     // With a limit not reached yet, a reconcile just started: healthy.
     let patient = Endpoints::new(metrics.clone()).with_wedged_after(Duration::from_mins(10));
-    let addr = server::spawn(&[any], &patient, &stop_rx).await.unwrap()[0];
+    let addr = server::spawn(&[(any, Role::Health)], &patient, &stop_rx)
+        .await
+        .unwrap()[0];
     metrics.controller("toy").started();
     assert_eq!(get(addr, "/healthz").await.0, 200);
     // The queue drained: healthy again under the zero limit too.
     queued.store(0, std::sync::atomic::Ordering::Relaxed);
     let zero = Endpoints::new(metrics.clone()).with_wedged_after(Duration::ZERO);
-    let addr = server::spawn(&[any], &zero, &stop_rx).await.unwrap()[0];
+    let addr = server::spawn(&[(any, Role::Health)], &zero, &stop_rx)
+        .await
+        .unwrap()[0];
     assert_eq!(get(addr, "/healthz").await.0, 200);
 }
 
+/// The health listener serves the probes only, a plain metrics listener `/metrics` only.
 #[tokio::test]
-async fn the_admin_server_serves_metrics_and_probes_on_every_address() {
+async fn each_listener_serves_its_own_endpoints() {
     let endpoints = Endpoints::default();
     let (stop_tx, stop_rx) = watch::channel(false);
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let addrs = server::spawn(&[any, any], &endpoints, &stop_rx)
-        .await
-        .unwrap();
-    assert_eq!(addrs.len(), 2);
-    for addr in &addrs {
-        assert_eq!(get(*addr, "/healthz").await.0, 200);
-        assert_eq!(get(*addr, "/readyz").await.0, 503);
-    }
+    let addrs = server::spawn(
+        &[(any, Role::Health), (any, Role::PlainMetrics)],
+        &endpoints,
+        &stop_rx,
+    )
+    .await
+    .unwrap();
+    let (health, metrics) = (addrs[0], addrs[1]);
+    assert_eq!(get(health, "/healthz").await.0, 200);
+    assert_eq!(get(health, "/readyz").await.0, 503);
     endpoints.set_ready();
-    for addr in &addrs {
-        assert_eq!(get(*addr, "/readyz").await.0, 200);
-        let (status, body) = get(*addr, "/metrics").await;
-        assert_eq!(status, 200);
-        assert!(body.contains("application/openmetrics-text"), "{body}");
-        assert!(body.contains("# EOF"), "{body}");
-        assert_eq!(get(*addr, "/other").await.0, 404);
+    assert_eq!(get(health, "/readyz").await.0, 200);
+    assert_eq!(get(health, "/metrics").await.0, 404);
+    let (status, body) = get(metrics, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("application/openmetrics-text"), "{body}");
+    assert!(body.contains("# EOF"), "{body}");
+    for path in ["/healthz", "/readyz", "/other"] {
+        assert_eq!(get(metrics, path).await.0, 404, "{path}");
     }
     stop_tx.send_replace(true);
 
     // A taken address fails before anything is served.
     let busy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let err = server::spawn(
-        &[busy.local_addr().unwrap()],
+        &[(busy.local_addr().unwrap(), Role::Health)],
         &endpoints,
         &watch::channel(false).1,
     )
     .await
     .unwrap_err();
     assert!(err.to_string().contains("bind"), "{err}");
+}
+
+/// Plain-HTTP metrics only on a loopback address; metrics and probes on two addresses.
+#[tokio::test]
+async fn the_listener_flags_refuse_open_plain_metrics_and_one_shared_address() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    let mut common = leader_args(None);
+    common.metrics_secure = false;
+    common.metrics_addr = "0.0.0.0:8080".parse().unwrap();
+    let err = server::listeners(&common, &client).unwrap_err().to_string();
+    assert!(err.contains("loopback"), "{err}");
+    common.metrics_addr = "127.0.0.1:8080".parse().unwrap();
+    let roles = server::listeners(&common, &client).unwrap();
+    assert!(matches!(roles[1], (_, Role::PlainMetrics)));
+    common.health_addr = common.metrics_addr;
+    let err = server::listeners(&common, &client).unwrap_err().to_string();
+    assert!(err.contains("both"), "{err}");
+    common.metrics_secure = true;
+    common.health_addr = "127.0.0.1:0".parse().unwrap();
+    let roles = server::listeners(&common, &client).unwrap();
+    assert!(matches!(roles[1], (_, Role::SecureMetrics { .. })));
 }
 
 #[tokio::test]
@@ -533,6 +565,8 @@ async fn the_crd_watch_fails_to_start_when_crds_cannot_be_listed() {
 fn leader_args(namespace: Option<&str>) -> CommonArgs {
     CommonArgs {
         metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        metrics_secure: false,
+        metrics_cert_dir: None,
         health_addr: "127.0.0.1:0".parse().unwrap(),
         leader_elect: true,
         leader_election_id: None,
@@ -554,7 +588,7 @@ async fn a_process_is_ready_after_its_checks_leads_and_stops_everything_after() 
     let cluster = TestCluster::start().await.unwrap();
     let client = client(&cluster).await;
     let common = leader_args(Some("default"));
-    let process = Process::start(&common).await.unwrap();
+    let process = Process::start(&common, &client).await.unwrap();
     let addr = process.addrs()[0];
     assert_eq!(get(addr, "/healthz").await.0, 200);
     assert_eq!(
@@ -609,7 +643,7 @@ async fn a_process_with_incomplete_leader_flags_fails_before_running_anything() 
     let cluster = TestCluster::start().await.unwrap();
     let client = client(&cluster).await;
     let common = leader_args(None);
-    let process = Process::start(&common).await.unwrap();
+    let process = Process::start(&common, &client).await.unwrap();
     let stopping = process.stopping();
     let err = process
         .lead(&common, &client, LEASE, std::future::pending(), |_| async {

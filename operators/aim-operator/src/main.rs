@@ -50,8 +50,8 @@ async fn run(args: RunArgs) -> Result<()> {
     controllers::install_crypto_provider();
     let endpoints = server::Endpoints::default().with_wedged_after(common.wedged_after);
     let (stop_tx, stop_rx) = watch::channel(false);
-    server::spawn(&common.admin_addrs(), &endpoints, &stop_rx).await?;
     let client = controllers::client().await?;
+    server::spawn(&server::listeners(&common, &client)?, &endpoints, &stop_rx).await?;
     aim_operator::startup::check(&client).await?;
     let mut settings = Settings::from_env();
     settings.concurrency = common.concurrency;

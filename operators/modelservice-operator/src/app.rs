@@ -190,7 +190,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), AppError> {
     let common = &args.common;
-    let process = Process::start(common).await?;
+    let process = Process::start(common, &client).await?;
     let config = args.operator_config()?;
     crds::require(&client, &[ModelService::crd_name()], INSTALL_HINT).await?;
     let optional = CrdWatch::start(&client, &optional_crds::NAMES, process.stopping()).await?;

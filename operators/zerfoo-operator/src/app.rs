@@ -78,7 +78,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), kinfer_operator::Error> {
     let common = &args.common;
-    let process = Process::start(common).await?;
+    let process = Process::start(common, &client).await?;
     controller::check_crd(&client).await?;
     let optional =
         CrdWatch::start(&client, &[controller::HTTPROUTE_CRD], process.stopping()).await?;

@@ -13,7 +13,7 @@ use crate::{plane, root};
 
 /// `kubectl kustomize deploy/<dir>`, applied server-side; asserts that every object was
 /// applied.
-fn install(plane: &ControlPlane, dir: &str) {
+pub(crate) fn install(plane: &ControlPlane, dir: &str) {
     let rendered = crate::kubectl(
         plane,
         &[

@@ -12,6 +12,7 @@
 mod built;
 mod install;
 mod manifests;
+mod metrics;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -265,6 +265,7 @@ async fn metrics_carry_the_controller_runtime_names_and_move() {
         "run",
         "--metrics-addr",
         metrics_addr.as_str(),
+        "--metrics-secure=false",
         "--health-addr",
         "127.0.0.1:0",
         "--watch-namespace",
