@@ -71,7 +71,7 @@ fn check(dir: &Path, source: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The workspace root (the testkit is always built from its place in the workspace).
+/// The workspace root ([`kinfer_crdcheck::workspace_root`]).
 pub fn repository_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    kinfer_crdcheck::workspace_root()
 }
