@@ -11,6 +11,9 @@
 //!   The claim is planned only while absent: a PVC is never resized. The download Job is
 //!   planned only while absent, and not when the artifact was Ready and the Job is gone (its
 //!   TTL removed it): a finished download is never repeated.
+//! - Every compose reports the `DownloadJob` component ([`awaiting_size`] while the size is
+//!   unknown, Progressing `WaitingForSize`), so the artifact is Ready only when its download
+//!   is: a Ready artifact whose Job is gone is taken as downloaded.
 //! - Components `CachePvc` (the live claim) and `DownloadJob`: Complete is Ready; Failed is
 //!   classified ([`super::classify::failure`]); a running Job's pod errors surface at once;
 //!   otherwise Progressing `Downloading` (the percentage only in `status.progress`).
@@ -239,6 +242,20 @@ pub fn check_size(
         ),
         None => (progressing("checking the model size".into()), None),
     }
+}
+
+/// The download component while the size is unknown: nothing of the download is planned
+/// yet, and the artifact is not Ready. Every compose reports this component, so a Ready
+/// artifact has seen its download Ready (the size check's condition may stay True through an
+/// unreadable log within the infrastructure grace period; without this one that alone could
+/// make the artifact Ready, and a Ready artifact never starts its download).
+pub fn awaiting_size() -> ComponentHealth {
+    health(
+        DOWNLOAD_JOB,
+        ComponentState::Progressing,
+        "WaitingForSize",
+        "the download starts once the model size is known".into(),
+    )
 }
 
 /// The claim component (`None`: absent, to create).

@@ -64,7 +64,11 @@ pub(super) fn compose_download(
     let live_claim = match children.typed::<PersistentVolumeClaim>(Some(&ns), &claim_name) {
         Ok(c) => c,
         Err(e) => {
+            // Nothing is planned without the claim; the download is judged all the same (the
+            // artifact is Ready only when its download is).
             components.push(error_health(compose::CACHE_PVC, e));
+            let (h, _) = compose::download(object, live_job.as_ref(), fetched.job.as_ref(), &job);
+            components.push(h);
             return;
         }
     };

@@ -350,13 +350,14 @@ impl Pipeline for ArtifactPipeline {
             },
         };
         state.size_bytes = size;
-        if let Some(bytes) = size {
-            compose_download(
+        match size {
+            Some(bytes) => compose_download(
                 (object, children, &fetched, rc.as_ref()),
                 bytes,
                 &mut state,
                 &mut components,
-            );
+            ),
+            None => components.push(compose::awaiting_size()),
         }
         state.runtime_config = rc;
         let obs = Observation::new(state);
@@ -451,5 +452,78 @@ impl Pipeline for ArtifactPipeline {
             status: scheme::phase(status),
         };
         serde_json::to_value(st).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kinfer_state::pipeline::{ObjectKey, Pipeline as _};
+    use kinfer_state::status::{DEFAULT_INFRA_GRACE, DeriveInput, derive};
+    use kube::api::DynamicObject;
+    use serde_json::json;
+
+    use super::*;
+
+    /// An artifact still measuring its size is not Ready, even when its size check's log is
+    /// unreadable within the infrastructure grace period (which keeps its `CheckSizeJobReady`
+    /// condition True): nothing has been downloaded, and a Ready artifact never starts its
+    /// download.
+    #[test]
+    fn an_artifact_is_not_ready_before_its_download() {
+        let at = "2026-01-01T00:00:00Z";
+        let artifact: AIMArtifact = serde_json::from_value(json!({
+            "apiVersion": "aim.eai.amd.com/v1alpha1",
+            "kind": "AIMArtifact",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u-1", "generation": 1},
+            "spec": {"sourceUri": "hf://org/m"},
+            "status": {"status": "Progressing", "conditions": [{
+                "type": "CheckSizeJobReady", "status": "True", "reason": "SizeChecked",
+                "message": "", "lastTransitionTime": at,
+            }]},
+        }))
+        .unwrap();
+        let name = child_name(&artifact, "check-size").unwrap();
+        let job: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "ns"},
+            "status": {"conditions": [{"type": "Complete", "status": "True"}]},
+        }))
+        .unwrap();
+        let mut children = Children::default();
+        children.insert(
+            ObjectKey {
+                kind: "Job".into(),
+                group: "batch".into(),
+                namespace: Some("ns".into()),
+                name,
+            },
+            job,
+        );
+        let now: k8s_openapi::jiff::Timestamp = at.parse().unwrap();
+        let fetched = Fetched {
+            runtime_config: resolve::Fetched {
+                name: "default".into(),
+                namespaced: Ok(None),
+                cluster: Ok(None),
+            },
+            job: Some(Err(CategorizedError::new(
+                ErrorCategory::Infrastructure,
+                "reading the size check's log: 429",
+            ))),
+            account_pull_secrets: None,
+            now,
+        };
+        let ctx = Arc::new(Context::new(crate::Settings::default()).unwrap());
+        let observation = ArtifactPipeline::new(ctx).compose(&artifact, &children, fetched);
+        let derived = derive(&DeriveInput {
+            components: &observation.components,
+            errors: &[],
+            previous: &artifact.status.as_ref().unwrap().conditions,
+            generation: Some(1),
+            now,
+            grace: DEFAULT_INFRA_GRACE,
+        });
+        assert!(derived.infra_within_grace);
+        assert_ne!(derived.status, OverallStatus::Ready, "{:?}", observation.components);
     }
 }
