@@ -66,7 +66,14 @@ pub struct Settings {
     /// Quiet time after a trigger before a serving controller's reconcile (`--debounce-ms`;
     /// zero here, the binary's flag defaults to 50 ms).
     pub debounce: std::time::Duration,
+    /// How often a model or model source that failed for a reason outside the cluster's
+    /// watched objects (a missing or wrong pull secret, a registry) is checked again: Secrets
+    /// are read by name, never listed or watched.
+    pub external_recheck: std::time::Duration,
 }
+
+/// [`Settings::external_recheck`] by default.
+pub const DEFAULT_EXTERNAL_RECHECK: std::time::Duration = std::time::Duration::from_mins(1);
 
 impl Default for Settings {
     fn default() -> Self {
@@ -76,6 +83,7 @@ impl Default for Settings {
             inspector: InspectorConfig::default(),
             concurrency: 4,
             debounce: std::time::Duration::ZERO,
+            external_recheck: DEFAULT_EXTERNAL_RECHECK,
         }
     }
 }

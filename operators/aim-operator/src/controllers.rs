@@ -99,6 +99,25 @@ pub fn engine<P: Pipeline>(
     ))
 }
 
+/// [`engine`] for a pipeline with external dependencies (registries, pull secrets read by
+/// name): its user-fixable failures are checked again every `recheck`.
+pub fn external_engine<P: Pipeline>(
+    client: &Client,
+    pipeline: P,
+    controller: &str,
+    metrics: &Metrics,
+    recheck: std::time::Duration,
+) -> Arc<Engine<P>> {
+    let mut config = EngineConfig::new(scheme::scheme(controller));
+    config.slow_recheck = recheck;
+    Arc::new(Engine::new(
+        pipeline,
+        client.clone(),
+        config,
+        metrics.clone(),
+    ))
+}
+
 type Guarded<K> = DeserializeGuard<K>;
 
 fn object_ref<K>(name: &str, namespace: Option<&str>) -> ObjectRef<Guarded<K>>

@@ -37,6 +37,10 @@ struct RunArgs {
     /// Registries reached over plain HTTP (host[:port], repeatable).
     #[arg(long = "insecure-registry")]
     insecure_registries: Vec<String>,
+    /// Seconds between rechecks of a model or model source that failed on a pull secret or a
+    /// registry (Secrets are read by name, never listed or watched).
+    #[arg(long, default_value_t = aim_operator::context::DEFAULT_EXTERNAL_RECHECK.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    recheck_interval_seconds: u64,
 }
 
 async fn run(args: RunArgs) -> Result<()> {
@@ -58,6 +62,7 @@ async fn run(args: RunArgs) -> Result<()> {
     settings.debounce = std::time::Duration::from_millis(common.debounce_ms);
     settings.discovery.max_active = args.max_discovery_jobs;
     settings.inspector.insecure_registries = args.insecure_registries;
+    settings.external_recheck = std::time::Duration::from_secs(args.recheck_interval_seconds);
     endpoints.set_ready();
     // KServe and Gateway API are optional: followed, and the controllers restart on a change.
     let crds = CrdWatch::start(

@@ -21,6 +21,16 @@ fn allows(role: &ClusterRole, group: &str, resource: &str, verb: &str) -> bool {
     })
 }
 
+/// A leaked operator token must not expose every Secret: pull secrets are read by name.
+#[test]
+fn the_cluster_role_cannot_list_or_watch_secrets() {
+    let role = role();
+    assert!(allows(&role, "", "secrets", "get"));
+    for verb in ["list", "watch"] {
+        assert!(!allows(&role, "", "secrets", verb), "{verb} secrets");
+    }
+}
+
 #[test]
 fn the_cluster_role_covers_what_the_serving_controllers_use() {
     let role = role();

@@ -1,7 +1,8 @@
 //! Models against a real registry: labels → templates; a bad reference, a missing image and a
 //! bad label each Failed with a precise reason and no hot loop; cluster models whose pull
 //! secret lives in the operator namespace (templates, discovery Job and ClusterServingRuntime
-//! there), re-triggered by the Secret watch once the secret exists; the AIMClusterModelSource
+//! there), Ready at the next recheck once the secret exists (Secrets are not watched); the
+//! AIMClusterModelSource
 //! sync with filters (repository wildcards through the registry catalog) and `maxModels`.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -251,7 +252,14 @@ async fn bad_reference_missing_image_and_bad_label_fail_precisely_without_a_hot_
 async fn cluster_model_uses_pull_secrets_and_runs_discovery_in_the_operator_namespace() {
     let registry = Registry::start_with_auth().await;
     registry.push("aim/private", "1.0", &aim_labels()).await;
-    let env = start_for(&registry).await;
+    let host = registry.host.clone();
+    // Secrets are not watched: a model that failed on one is checked again on this interval.
+    let recheck = Duration::from_secs(2);
+    let env = start_with(move |s| {
+        s.inspector.insecure_registries = vec![host];
+        s.external_recheck = recheck;
+    })
+    .await;
     env.cluster.simulator().set_log_hook(echo_hook(|_| None));
     gpu_node(&env.client, "gpu-1", "74a1").await;
     let secret = |ns: &str| Secret {
@@ -301,9 +309,8 @@ async fn cluster_model_uses_pull_secrets_and_runs_discovery_in_the_operator_name
         ("False", "ReferenceNotFound")
     );
 
-    // The secret appears in the operator namespace: the Secret watch re-enqueues the model at
-    // once (a user-fixable failure of an external dependency is otherwise only rechecked
-    // every 5 minutes, far beyond the wait's bound).
+    // The secret appears in the operator namespace: the next recheck finds it (nothing watches
+    // Secrets, so nothing else would retry this user-fixable failure).
     Api::<Secret>::namespaced(env.client.clone(), SYSTEM_NS)
         .create(&PostParams::default(), &secret(SYSTEM_NS))
         .await
@@ -315,6 +322,13 @@ async fn cluster_model_uses_pull_secrets_and_runs_discovery_in_the_operator_name
         |m| m.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
     )
     .await;
+    for verb in ["list", "watch"] {
+        assert_eq!(
+            env.operator_requests(verb, "secrets"),
+            0,
+            "the operator may only get Secrets by name, never {verb} them"
+        );
+    }
     assert_eq!(
         m.status
             .as_ref()

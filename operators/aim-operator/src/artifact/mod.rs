@@ -524,6 +524,11 @@ mod tests {
             grace: DEFAULT_INFRA_GRACE,
         });
         assert!(derived.infra_within_grace);
-        assert_ne!(derived.status, OverallStatus::Ready, "{:?}", observation.components);
+        assert_ne!(
+            derived.status,
+            OverallStatus::Ready,
+            "{:?}",
+            observation.components
+        );
     }
 }

@@ -5,8 +5,9 @@
 //! shared watch of their kind ([`super::shared`]); runtime config changes (deletions
 //! included) re-enqueue the objects that name them ([`with_config_watches`]; cluster configs
 //! everywhere, namespace configs in their namespace);
-//! Secret changes (metadata only) re-enqueue the models and model sources that name them as
-//! pull secrets ([`with_secret_watches`]); templates watch their discovery Jobs, serving
+//! Secrets are neither listed nor watched (the operator reads a pull secret by name): a model or
+//! model source that failed on one is checked again every `external_recheck`
+//! ([`crate::Settings`]), as for registry failures; templates watch their discovery Jobs, serving
 //! runtimes and (namespace templates) their own template cache, and are re-enqueued on GPU
 //! changes ([`super::gpu`]).
 
@@ -15,20 +16,18 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kinfer_state::metrics::Metrics;
-use kube::runtime::{Controller, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::runtime::Controller;
+use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Secret;
 use kinfer_api::aim::{AIMClusterModelSource, AIMClusterRuntimeConfig, AIMRuntimeConfig};
-use kube::runtime::WatchStreamExt;
 
 use super::dependents::{Changed, Pair, concerned};
 use super::gpu::gpu_templates;
 use super::shared::SharedWatch;
-use super::{Guarded, base, children_config, configured, drive, engine, object_ref, owner_of};
+use super::{Guarded, base, children_config, configured, drive, engine, external_engine, owner_of};
 use crate::context::Context;
 use crate::model::{ModelKind, ModelPipeline};
 use crate::model_source::ModelSourcePipeline;
@@ -64,11 +63,12 @@ pub(super) fn model_controller<K: ModelKind>(
     configs: &Configs<'_>,
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()> {
-    let engine = engine(
+    let engine = external_engine(
         client,
         ModelPipeline::<K>::new(Arc::clone(ctx)),
         K::CONTROLLER,
         metrics,
+        ctx.settings.external_recheck,
     );
     let c = configured(shared.controller(), n).watches(
         Api::<K::Template>::all(client.clone()),
@@ -77,11 +77,6 @@ pub(super) fn model_controller<K: ModelKind>(
     );
     let c = with_config_watches(c, configs, |m: &K| {
         m.model_spec().runtime_config_name.as_deref()
-    });
-    let system = ctx.settings.system_namespace.clone();
-    let c = with_secret_watches(c, client, move |m: &K| {
-        let ns = m.meta().namespace.clone().unwrap_or_else(|| system.clone());
-        (ns, m.model_spec().image_pull_secrets.clone())
     });
     with_shared(shared, &engine, drive(c, Arc::clone(&engine), shutdown))
 }
@@ -184,62 +179,12 @@ pub(super) fn source_controller(
     n: u16,
     shutdown: watch::Receiver<bool>,
 ) -> BoxFuture<'static, ()> {
-    let engine = engine(
+    let engine = external_engine(
         client,
         ModelSourcePipeline::new(Arc::clone(ctx)),
         scheme::controller::MODEL_SOURCE,
         metrics,
+        ctx.settings.external_recheck,
     );
-    let system = ctx.settings.system_namespace.clone();
-    let c = with_secret_watches(
-        base::<AIMClusterModelSource>(client, n),
-        client,
-        move |s: &AIMClusterModelSource| (system.clone(), s.spec.image_pull_secrets.clone()),
-    );
-    drive(c, engine, shutdown)
-}
-
-/// Re-enqueues the objects that name a changed Secret as an image pull secret, so fixing a
-/// Secret after a `SecretNotFound` or Auth failure retries at once (NOTES section g #8).
-/// Name-scoped: `secrets_of` gives an object's pull secrets and the namespace they are read
-/// from; only Secret metadata is watched, so no secret data reaches the operator this way.
-fn with_secret_watches<K>(
-    c: Controller<Guarded<K>>,
-    client: &Client,
-    secrets_of: impl Fn(
-        &K,
-    ) -> (
-        String,
-        Vec<k8s_openapi::api::core::v1::LocalObjectReference>,
-    ) + Send
-    + Sync
-    + 'static,
-) -> Controller<Guarded<K>>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let store = c.store();
-    let secrets = watcher(
-        Api::<kube::core::PartialObjectMeta<Secret>>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .touched_objects();
-    c.watches_stream(
-        secrets,
-        move |secret: kube::core::PartialObjectMeta<Secret>| {
-            let namespace = secret.metadata.namespace.unwrap_or_default();
-            let name = secret.metadata.name.unwrap_or_default();
-            store
-                .state()
-                .iter()
-                .filter_map(|g| g.0.as_ref().ok())
-                .filter(|o| {
-                    let (ns, refs) = secrets_of(o);
-                    ns == namespace && refs.iter().any(|r| r.name == name)
-                })
-                .map(|o| object_ref::<K>(&o.name_any(), o.meta().namespace.as_deref()))
-                .collect::<Vec<_>>()
-        },
-    )
+    drive(base::<AIMClusterModelSource>(client, n), engine, shutdown)
 }
