@@ -5,15 +5,19 @@
 //! - with one, the elector campaigns in a background task and the controller future is
 //!   created and polled only once this candidate leads; `shutdown` before that ends the
 //!   campaign (nothing ran, nothing to release);
-//! - the controller is told to stop through the `watch::Receiver<bool>` it was given (true
-//!   means stop; it should finish in-flight work and return). That happens on `shutdown`
-//!   (then, once it has returned, the Lease is released so a successor takes over at once, and
-//!   the result is `Ok`) and on loss of leadership (then the result is
-//!   [`RunError::is_lost_leadership`]: the binary should exit, so a restarted process
-//!   campaigns afresh with empty caches, as client-go's `OnStoppedLeading` does);
+//! - on `shutdown` the controller is told to stop through the `watch::Receiver<bool>` it was
+//!   given (true means stop; it should finish in-flight work and return); once it has
+//!   returned, the Lease is released so a successor takes over at once, and the result is
+//!   `Ok`;
+//! - on loss of leadership the controller future is dropped at once, cancelling its in-flight
+//!   reconciles: a successor may lead as soon as this candidate's renew deadline has passed,
+//!   and work finishing after that would write beside it. The result is
+//!   [`RunError::is_lost_leadership`]: the binary exits, so a restarted process campaigns
+//!   afresh with empty caches, as client-go's `OnStoppedLeading` does (a request already sent
+//!   when the future is dropped may still reach the server);
 //! - a controller that returns on its own ends the run too (the Lease is released);
-//! - the elector keeps renewing while the controller drains, so a slow graceful stop does not
-//!   lose the Lease to a successor that would then write concurrently.
+//! - the elector keeps renewing while the controller drains on `shutdown`, so a slow graceful
+//!   stop does not lose the Lease to a successor that would then write concurrently.
 
 use std::future::Future;
 
@@ -116,14 +120,17 @@ where
     // Lead: the controller runs until shutdown, its own end, or loss of leadership.
     tracing::info!(%identity, "leading; starting the controllers");
     let (ctl_tx, ctl_rx) = watch::channel(false);
-    let ctl = controller(ctl_rx);
-    tokio::pin!(ctl);
+    let mut ctl = Box::pin(controller(ctl_rx));
     let (finished, lost) = tokio::select! {
         () = &mut ctl => (true, false),
         () = &mut shutdown => (false, false),
         _ = lead_rx.wait_for(|l| !*l) => (false, true),
     };
-    if !finished {
+    if lost {
+        // No draining: a successor may already be leading.
+        drop(ctl);
+        tracing::warn!(%identity, "lost the Lease: the controllers' in-flight work is cancelled");
+    } else if !finished {
         ctl_tx.send_replace(true);
         ctl.await;
     }

@@ -225,16 +225,24 @@ async fn the_controller_runs_only_while_leading_and_hands_over_on_shutdown() {
     b.abort();
 }
 
+/// Losing the Lease cancels the controllers' work at once, even work that would never finish
+/// on its own (a successor may lead from the renew deadline on), and reports the loss.
 #[tokio::test]
-async fn losing_the_lease_stops_the_controller_and_reports_it() {
+async fn losing_the_lease_cancels_the_controller_at_once_and_reports_it() {
     let cluster = TestCluster::start().await.unwrap();
     let client = client(&cluster).await;
-    let (started_tx, started) = oneshot::channel();
-    let (stopped_tx, stopped) = oneshot::channel();
+    let (started_tx, started) = oneshot::channel::<()>();
+    let (dropped_tx, dropped) = oneshot::channel::<()>();
     let run = tokio::spawn(run_with_leader_election(
         Some(LeaderElector::new(client, settings("a"))),
         std::future::pending(),
-        controller(started_tx, stopped_tx),
+        move |_stop| async move {
+            // Held until the future is dropped: its channel then closes without a message.
+            let _dropped = dropped_tx;
+            let _ = started_tx.send(());
+            // In-flight work that ignores `stop` and never ends.
+            std::future::pending::<()>().await;
+        },
     ));
     tokio::time::timeout(WAIT, started)
         .await
@@ -245,11 +253,14 @@ async fn losing_the_lease_stops_the_controller_and_reports_it() {
         .inject(Fault::status("update", "leases", 500));
     let err = tokio::time::timeout(WAIT, run)
         .await
-        .expect("ends in time")
+        .expect("ends in time, without waiting for the work")
         .unwrap()
         .unwrap_err();
     assert!(err.is_lost_leadership(), "{err}");
-    stopped.await.expect("the controller was told to stop");
+    assert!(
+        dropped.await.is_err(),
+        "the controller future was dropped, not drained"
+    );
 }
 
 #[tokio::test]

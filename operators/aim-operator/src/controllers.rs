@@ -465,14 +465,17 @@ impl Operator {
     /// [`Operator::start`] on a fresh context for every set of installed serving CRDs: runs
     /// until `shutdown` turns true, and stops and starts the controllers again (new caches,
     /// new context) whenever `crds` reports a KServe or Gateway API CRD installed or removed
-    /// ([`crate::startup`]; [`kinfer_operator::restart_on_change`]).
+    /// ([`crate::startup`]; [`kinfer_operator::restart_on_change`]). Controllers that cannot
+    /// start end the run with the error.
     pub async fn run_following(
         client: Client,
         settings: Settings,
         metrics: Metrics,
         crds: watch::Receiver<kinfer_operator::InstalledCrds>,
         shutdown: watch::Receiver<bool>,
-    ) {
+    ) -> Result<(), ControllerError> {
+        let failed = Arc::new(std::sync::Mutex::new(None));
+        let failure = Arc::clone(&failed);
         kinfer_operator::restart_on_change(
             crds,
             crate::startup::ServingCrds::from_installed,
@@ -490,15 +493,26 @@ impl Operator {
                     .and_then(|ctx| {
                         Self::start_with(client.clone(), ctx.with_serving_crds(served), metrics.clone())
                     });
+                let failure = Arc::clone(&failure);
                 async move {
                     match started {
                         Ok(operator) => operator.run(stop).await,
-                        Err(e) => tracing::error!(error = %e, "cannot start the controllers"),
+                        // Ends the run: the binary exits non-zero.
+                        Err(e) => {
+                            *failure
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
+                        }
                     }
                 }
             },
         )
         .await;
+        let failed = failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        failed.map_or(Ok(()), Err)
     }
 
     /// Runs every controller until `shutdown` turns true (boxed: the controllers' state makes

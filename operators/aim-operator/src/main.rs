@@ -1,12 +1,15 @@
-//! `aim-operator`: flags, the start-up check, the controllers under leader election, restarted
-//! when KServe or Gateway API CRDs are installed or removed.
+//! `aim-operator`: flags, the start-up check, the controllers under leader election
+//! ([`kinfer_operator::Process`], as the other operators), restarted when KServe or Gateway
+//! API CRDs are installed or removed. Exits non-zero when the controllers cannot start or the
+//! Lease is lost.
+
+use std::sync::{Arc, Mutex, PoisonError};
 
 use aim_operator::Settings;
 use aim_operator::controllers::{self, Operator};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
-use kinfer_operator::{CommonArgs, CrdWatch, run_with_leader_election, server, signal, telemetry};
-use tokio::sync::watch;
+use kinfer_operator::{CommonArgs, CrdWatch, Process, signal, telemetry};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -52,10 +55,8 @@ async fn run(args: RunArgs) -> Result<()> {
         );
     }
     controllers::install_crypto_provider();
-    let endpoints = server::Endpoints::default().with_wedged_after(common.wedged_after);
-    let (stop_tx, stop_rx) = watch::channel(false);
     let client = controllers::client().await?;
-    server::spawn(&server::listeners(&common, &client)?, &endpoints, &stop_rx).await?;
+    let process = Process::start(&common, &client).await?;
     aim_operator::startup::check(&client).await?;
     let mut settings = Settings::from_env();
     settings.concurrency = common.concurrency;
@@ -63,26 +64,43 @@ async fn run(args: RunArgs) -> Result<()> {
     settings.discovery.max_active = args.max_discovery_jobs;
     settings.inspector.insecure_registries = args.insecure_registries;
     settings.external_recheck = std::time::Duration::from_secs(args.recheck_interval_seconds);
-    endpoints.set_ready();
     // KServe and Gateway API are optional: followed, and the controllers restart on a change.
     let crds = CrdWatch::start(
         &client,
         &aim_operator::startup::SERVING_CRDS,
-        stop_rx.clone(),
+        process.stopping(),
     )
     .await?;
-    let metrics = endpoints.metrics.clone();
-    let elector = common
-        .leader_elector(&client, "aim-operator-leader")?
-        .map(|e| e.reporting(&metrics));
+    let metrics = process.metrics();
+    let failed = Arc::new(Mutex::new(None));
+    let failure = Arc::clone(&failed);
+    let controllers_client = client.clone();
     // Controllers (and therefore writes) start only once this replica leads.
-    let result = run_with_leader_election(elector, signal::termination(), |stop| {
-        Operator::run_following(client, settings, metrics, crds.subscribe(), stop)
-    })
-    .await;
-    stop_tx.send_replace(true);
-    result?;
-    Ok(())
+    process
+        .lead(
+            &common,
+            &client,
+            "aim-operator-leader",
+            signal::termination(),
+            |stop| async move {
+                let run = Operator::run_following(
+                    controllers_client,
+                    settings,
+                    metrics,
+                    crds.subscribe(),
+                    stop,
+                );
+                if let Err(e) = run.await {
+                    *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                }
+            },
+        )
+        .await?;
+    let failed = failed.lock().unwrap_or_else(PoisonError::into_inner).take();
+    match failed {
+        Some(e) => Err(anyhow::Error::new(e).context("the controllers could not start")),
+        None => Ok(()),
+    }
 }
 
 #[tokio::main]

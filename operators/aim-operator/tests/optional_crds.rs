@@ -127,5 +127,8 @@ async fn without_kserve_the_catalog_runs_and_serving_starts_when_its_crds_appear
         .expect("the InferenceService exists");
 
     stop_tx.send_replace(true);
-    running.await.expect("the operator stops");
+    running
+        .await
+        .expect("the operator stops")
+        .expect("the controllers started");
 }
