@@ -404,8 +404,14 @@ async fn custom_model_service_caches_its_source_and_surfaces_a_failed_download()
     );
 }
 
+/// The cache a service's status names.
+fn cache_ref(s: &AIMService) -> Option<String> {
+    aim_operator::service::cleanup::cache_in_use(s).map(str::to_owned)
+}
+
 #[tokio::test]
-async fn deletion_removes_the_services_unready_caches_and_never_blocks_the_namespace() {
+async fn deletion_removes_the_unready_caches_the_service_alone_uses_and_never_blocks_the_namespace()
+{
     let env = gated_cluster().await;
     let services = service(&env, NS, "gated", custom("hf://org/gated", "org/gated")).await;
     let live = wait(
@@ -419,19 +425,7 @@ async fn deletion_removes_the_services_unready_caches_and_never_blocks_the_names
         live.finalizers()
             .contains(&aim_operator::service::FINALIZER.to_owned())
     );
-    let cache_name = live
-        .status
-        .as_ref()
-        .unwrap()
-        .cache
-        .as_ref()
-        .unwrap()
-        .template_cache_ref
-        .as_ref()
-        .unwrap()
-        .name
-        .clone()
-        .unwrap();
+    let cache_name = cache_ref(&live).unwrap();
     let caches: Api<AIMTemplateCache> = Api::namespaced(env.client.clone(), NS);
     let cache = wait(&caches, &cache_name, "Failed", phase_is(Phase::Failed)).await;
     assert!(cache.owner_references().is_empty(), "shared");
@@ -446,11 +440,32 @@ async fn deletion_removes_the_services_unready_caches_and_never_blocks_the_names
         .name
         .clone();
 
+    // A second service of the same model waits for the same shared cache, which carries the
+    // first one's label: deleting the first leaves the cache to the second.
+    service(&env, NS, "gated-too", custom("hf://org/gated", "org/gated")).await;
+    wait(
+        &services,
+        "gated-too",
+        "using the same cache",
+        |s: &AIMService| cache_ref(s).as_deref() == Some(cache_name.as_str()),
+    )
+    .await;
     services
         .delete("gated", &DeleteParams::default())
         .await
         .unwrap();
     wait_gone(&services, "gated").await;
+    // The finalizer has run: whatever it deleted is being deleted by now.
+    let kept = caches.get(&cache_name).await.unwrap();
+    assert!(
+        kept.metadata.deletion_timestamp.is_none(),
+        "the cache another service uses was deleted"
+    );
+    services
+        .delete("gated-too", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&services, "gated-too").await;
     wait_gone(&caches, &cache_name).await;
     let artifacts: Api<AIMArtifact> = Api::namespaced(env.client.clone(), NS);
     wait_gone(&artifacts, &art_name).await;
