@@ -566,3 +566,41 @@ async fn a_stale_copy_does_not_undo_a_finished_discovery() {
         ready.status.as_ref().unwrap().model_sources
     );
 }
+
+/// A Job anyone may create with the discovery labels (no template controls it; suspended, so
+/// it never ends) holds no discovery slot: with one slot, a template still discovers at once.
+#[tokio::test]
+async fn labelled_jobs_no_template_controls_hold_no_discovery_slot() {
+    let env = start_with(|s| s.discovery.max_active = 1).await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    model(&env).await;
+    let squatter: Job = serde_json::from_value(json!({
+        "metadata": {"name": "squatter", "namespace": NS, "labels": {
+            "app.kubernetes.io/name": "aim-discovery",
+            "app.kubernetes.io/component": "discovery"}},
+        "spec": {"suspend": true, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}},
+    }))
+    .unwrap();
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
+    jobs.create(&PostParams::default(), &squatter)
+        .await
+        .unwrap();
+    let listed = jobs
+        .list(&ListParams::default().labels(aim_operator::template::fetch::DISCOVERY_SELECTOR))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1, "the squatter carries the labels");
+
+    let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
+    apply_json(&templates, template_json("free")).await;
+    let free = wait(
+        &templates,
+        "free",
+        "Ready with the one slot",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
+    )
+    .await;
+    assert_eq!(attempts(&free), Some(1));
+}

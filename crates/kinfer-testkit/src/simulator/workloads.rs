@@ -176,6 +176,10 @@ fn deployment(d: &Value) -> Value {
 }
 
 fn job(state: &State, j: &Value) -> Option<Value> {
+    // A suspended Job runs no pod and stays without conditions until resumed.
+    if j["spec"]["suspend"] == true {
+        return None;
+    }
     let (ns, name) = (namespace_of(j), name_of(j));
     let outcome = state.simulator.outcome_for(name);
     let pod_name = format!("{name}-sim");

@@ -255,16 +255,45 @@ pub fn job_outcome(job: &Job) -> Option<Result<(), String>> {
     None
 }
 
-/// (running, known) discovery Job keys.
+/// How long after its creation a discovery Job may hold a slot: its deadline, plus the time
+/// Kubernetes takes to fail it.
+pub const SLOT_HOLD_LIMIT: std::time::Duration = std::time::Duration::from_secs(
+    kinfer_builders::discovery_job::DISCOVERY_DEADLINE_SECONDS.unsigned_abs() + 5 * 60,
+);
+
+/// Whether `job` holds a discovery slot at `now`: it runs (no Complete or Failed condition), a
+/// template of the AIM group controls it (the selector's labels alone are anyone's to set, in
+/// any namespace; a dependent of a template that is gone is garbage collected), and it was
+/// created less than [`SLOT_HOLD_LIMIT`] ago (a suspended Job never ends on its own).
+pub fn holds_slot(job: &Job, now: k8s_openapi::jiff::Timestamp) -> bool {
+    let by_template = job.owner_references().iter().any(|o| {
+        o.controller == Some(true)
+            && o.api_version
+                .starts_with(&format!("{}/", kinfer_api::aim::GROUP))
+            && matches!(
+                o.kind.as_str(),
+                "AIMServiceTemplate" | "AIMClusterServiceTemplate"
+            )
+    });
+    let recent = job
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .is_some_and(|t| kinfer_state::clock::elapsed(t.0, now) < SLOT_HOLD_LIMIT);
+    job_outcome(job).is_none() && by_template && recent
+}
+
+/// (running, known) discovery Job keys: running are those that hold a slot ([`holds_slot`]).
 async fn discovery_jobs(
     ctx: &Context,
     client: &Client,
 ) -> Result<(Vec<String>, Vec<String>), kube::Error> {
     let key = |j: &Job| format!("{}/{}", j.namespace().unwrap_or_default(), j.name_any());
+    let now = ctx.now();
     let split = |jobs: &[&Job]| {
         let running = jobs
             .iter()
-            .filter(|j| job_outcome(j).is_none())
+            .filter(|j| holds_slot(j, now))
             .map(|j| key(j))
             .collect();
         let known = jobs.iter().map(|j| key(j)).collect();
@@ -568,5 +597,48 @@ mod tests {
             "state": {"waiting": {"reason": "ErrImagePull"}}}]}),
         );
         assert_eq!(stuck_reason(&init), Some("ErrImagePull".into()));
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    fn job(owner: Option<&str>, created: &str, condition: Option<&str>) -> Job {
+        let mut j = serde_json::json!({"metadata": {"name": "j", "creationTimestamp": created}});
+        if let Some(kind) = owner {
+            j["metadata"]["ownerReferences"] = serde_json::json!([{
+                "apiVersion": "aim.eai.amd.com/v1alpha1", "kind": kind, "name": "t",
+                "uid": "u", "controller": true}]);
+        }
+        if let Some(t) = condition {
+            j["status"] = serde_json::json!({"conditions": [{"type": t, "status": "True"}]});
+        }
+        serde_json::from_value(j).unwrap()
+    }
+
+    #[test]
+    fn only_a_recent_running_job_a_template_controls_holds_a_slot() {
+        let now: k8s_openapi::jiff::Timestamp = "2026-01-01T12:00:00Z".parse().unwrap();
+        let recent = "2026-01-01T11:50:00Z";
+        assert!(holds_slot(
+            &job(Some("AIMServiceTemplate"), recent, None),
+            now
+        ));
+        assert!(holds_slot(
+            &job(Some("AIMClusterServiceTemplate"), recent, None),
+            now
+        ));
+        assert!(!holds_slot(&job(None, recent, None), now), "labels alone");
+        assert!(!holds_slot(&job(Some("Deployment"), recent, None), now));
+        assert!(!holds_slot(
+            &job(Some("AIMServiceTemplate"), recent, Some("Complete")),
+            now
+        ));
+        let stale = "2026-01-01T11:00:00Z";
+        assert!(
+            !holds_slot(&job(Some("AIMServiceTemplate"), stale, None), now),
+            "past its deadline and the grace after it"
+        );
     }
 }
