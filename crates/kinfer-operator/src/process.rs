@@ -21,8 +21,8 @@
 //! Contract:
 //! - [`Process::start`] binds the endpoints (`--health-addr`, `--metrics-addr`:
 //!   [`crate::server::listeners`]) before anything talks to the API server (the metrics
-//!   listener reviews its scrapers through the client only when one calls), so a hanging start-up check is visible (`/healthz` 200,
-//!   `/readyz` 503); a bind failure is an error.
+//!   listener reviews its scrapers through the client only when one calls), so a hanging
+//!   start-up check is visible (`/healthz` 200, `/readyz` 503); a bind failure is an error.
 //! - [`Process::lead`] marks the process ready (the caller has passed its start-up checks),
 //!   then runs the controllers while this replica holds the Lease (at once without
 //!   `--leader-elect`; [`crate::run_with_leader_election`]) until `shutdown` resolves; the
