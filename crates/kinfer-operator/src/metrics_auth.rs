@@ -6,7 +6,8 @@
 //! `TokenReview` (`authentication.k8s.io/v1`, the API server's default audiences); one the API
 //! server does not authenticate is 401. The user it names (name, uid, groups, extra) is then
 //! checked with a `SubjectAccessReview` (`authorization.k8s.io/v1`) for `get` on the
-//! non-resource URL `/metrics`, what the shipped `kinfer-metrics-reader` ClusterRole grants:
+//! non-resource URL `/metrics`, what each install's `<operator>-metrics-reader` ClusterRole
+//! grants:
 //! allowed is [`Access::Allowed`], denied [`Access::Forbidden`] (403). A review that fails
 //! (the API server unreachable, the operator's RBAC lacking `create` on `tokenreviews` or
 //! `subjectaccessreviews`) is [`Access::Unavailable`] (500), never an allowance. Decisions are

@@ -9,8 +9,9 @@
 //! the binary was told to (`--metrics-secure=false`, on a loopback address only:
 //! [`listeners`] refuses any other). Anything else is 404; a TLS handshake must finish within
 //! [`HANDSHAKE_TIMEOUT`]. `/readyz` answers 503 until [`Endpoints::set_ready`] (the binary
-//! calls it once its start-up checks passed). `/healthz` answers 503 when the controllers are wedged: work has
-//! been queued with no reconcile starting or finishing for [`Endpoints::wedged_after`]
+//! calls it once its start-up checks passed). `/healthz` answers 503 when the controllers are
+//! wedged: work has been queued with no reconcile starting or finishing for
+//! [`Endpoints::wedged_after`]
 //! ([`Metrics::stalled_for`]; an idle operator, and a standby replica, are healthy), so the
 //! kubelet restarts a process whose controllers stopped. It stops accepting when `shutdown`
 //! turns true (or its sender is dropped). It never touches the API server.

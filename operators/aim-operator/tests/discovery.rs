@@ -288,6 +288,19 @@ fn attempts(t: &AIMServiceTemplate) -> Option<i32> {
     t.status.as_ref()?.discovery.as_ref()?.attempts
 }
 
+/// Applies template `name` and waits until it is Ready after exactly one discovery Job.
+async fn discovers_in_the_one_slot(templates: &Api<AIMServiceTemplate>, name: &str) {
+    apply_json(templates, template_json(name)).await;
+    let t = wait(
+        templates,
+        name,
+        "Ready with the one slot",
+        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
+    )
+    .await;
+    assert_eq!(attempts(&t), Some(1));
+}
+
 #[tokio::test]
 async fn a_blocked_template_counts_no_attempt_holds_no_slot_and_does_not_loop() {
     let env = start_with(|s| s.discovery.max_active = 1).await;
@@ -315,15 +328,7 @@ async fn a_blocked_template_counts_no_attempt_holds_no_slot_and_does_not_loop() 
     );
 
     // The only slot is free: another template discovers at once.
-    apply_json(&templates, template_json("free")).await;
-    let free = wait(
-        &templates,
-        "free",
-        "Ready with the one slot",
-        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
-    )
-    .await;
-    assert_eq!(attempts(&free), Some(1));
+    discovers_in_the_one_slot(&templates, "free").await;
 
     // Reconciling the blocked template again and again writes nothing, and nothing else
     // writes it either (the old hot loop rewrote its status hundreds of times a second).
@@ -594,13 +599,5 @@ async fn labelled_jobs_no_template_controls_hold_no_discovery_slot() {
     assert_eq!(listed.items.len(), 1, "the squatter carries the labels");
 
     let templates: Api<AIMServiceTemplate> = Api::namespaced(env.client.clone(), NS);
-    apply_json(&templates, template_json("free")).await;
-    let free = wait(
-        &templates,
-        "free",
-        "Ready with the one slot",
-        |t: &AIMServiceTemplate| t.status.as_ref().is_some_and(|s| s.status == Phase::Ready),
-    )
-    .await;
-    assert_eq!(attempts(&free), Some(1));
+    discovers_in_the_one_slot(&templates, "free").await;
 }
