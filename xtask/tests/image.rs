@@ -27,13 +27,36 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn temp(name: &str) -> PathBuf {
+/// A scratch directory, removed with everything in it when dropped (also when a test fails):
+/// root file systems and layouts are hundreds of megabytes a run.
+struct Temp(PathBuf);
+
+impl std::ops::Deref for Temp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Temp {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp(name: &str) -> Temp {
     let dir = std::env::temp_dir().join(format!("kinfer-image-{}-{name}", std::process::id()));
     if dir.exists() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Temp(dir)
 }
 
 /// Runs `xtask image ARGS` (into this workspace's target directory, whichever checkout it
@@ -359,7 +382,7 @@ fn the_same_commit_gives_the_same_digests_from_two_directories() {
                 .map(|(bin, (digest, _))| (bin, digest))
                 .collect::<Vec<_>>(),
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        drop(dir);
     }
     assert_eq!(digests[0].len(), 4, "{digests:?}");
     assert_eq!(digests[0], digests[1]);
