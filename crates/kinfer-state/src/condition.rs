@@ -25,8 +25,9 @@ pub const MAX_MESSAGE_CHARS: usize = 32768;
 /// Reasons that describe an error state (besides the built-in error variants): the ones the
 /// engine, its inspectors and the registry categorisation produce. A condition that is not
 /// True with one of these is "in error"; events fire on transitions into and out of it.
-const ERROR_REASONS: [&str; 34] = [
+const ERROR_REASONS: [&str; 35] = [
     "InvalidSpec",
+    "CleanupForbidden",
     "ReferenceNotFound",
     "AuthError",
     "InfrastructureError",

@@ -5,15 +5,21 @@
 //!   [`Pipeline::needs_finalizer`] says this object needs it, to a live object that lacks it and
 //!   is not being deleted, before any child is applied (if adding fails, nothing is applied).
 //! - A live object that carries the finalizer but no longer needs it is released:
-//!   [`Pipeline::finalize`] runs and the finalizer is removed once it succeeded (an Auth error
-//!   removes it anyway, as on deletion). Release errors are retried with the engine's backoff;
-//!   they do not block the rest of the reconcile.
+//!   [`Pipeline::finalize`] runs and the finalizer is removed once it succeeded. Release errors
+//!   are retried with the engine's backoff; they do not block the rest of the reconcile.
 //! - An object with a `deletionTimestamp` is never planned, applied nor given a status. When
 //!   it carries our finalizer, [`Pipeline::finalize`] runs and the finalizer is removed once it
 //!   succeeded. Namespace deletion is never blocked (NOTES row 23): when the object's namespace
-//!   is terminating, or reading it is Forbidden, or finalize fails with an Auth error (access
-//!   Forbidden), the finalizer is removed without (further) cleanup. Other finalize errors are
-//!   retried like any reconcile error.
+//!   is terminating, or reading it is Forbidden, the finalizer is removed without cleanup.
+//!   Other finalize errors are retried like any reconcile error.
+//! - **Forbidden cleanup.** A cleanup refused with 401/403 (an Auth error of
+//!   [`Pipeline::finalize`]) is the controller's RBAC, not the object owner's doing: the
+//!   finalizer stays (removing it would leak what the cleanup exists to remove, cluster-scoped
+//!   RBAC among it), the error becomes Infrastructure with reason [`CLEANUP_FORBIDDEN`] and is
+//!   retried with backoff (so a fixed ClusterRole is picked up without an edit of the object),
+//!   and the object says so: on deletion, its `Ready` condition turns False with that reason
+//!   (a merge patch of `status.conditions` only, sent once per distinct message) and a Warning
+//!   event follows; on release, the error feeds the status like any other.
 //! - Finalizer patches are JSON merge patches of the whole list carrying the object's
 //!   resourceVersion, so a concurrent change of the list fails (409) instead of being
 //!   overwritten.
@@ -48,8 +54,11 @@ use super::{Engine, Report};
 use crate::apply::{self, ApplyError};
 use crate::category::Direction;
 use crate::category::{CategorizedError, ErrorCategory, categorized_kube_error};
+use crate::clock::now_seconds;
+use crate::condition::{ConditionSet, ConditionStatus, ConditionType, Reason};
 use crate::metrics::WriteVerb;
 use crate::pipeline::{ObjectKey, Pipeline};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 /// Why releasing a finalizer no longer needed failed.
 pub(super) enum Release {
@@ -63,6 +72,28 @@ pub(super) enum Release {
 /// before it reads the object itself (see the module contract). Watch delivery takes
 /// milliseconds; seconds mean the watch is down or far behind.
 pub const STALE_COPY_WAIT: Duration = Duration::from_secs(5);
+
+/// The reason of a cleanup refused with 401/403 (see the module contract).
+pub const CLEANUP_FORBIDDEN: &str = "CleanupForbidden";
+
+/// `e` as the engine reports a cleanup error: an Auth error (the controller's RBAC) becomes
+/// an Infrastructure error with reason [`CLEANUP_FORBIDDEN`], retried with backoff.
+fn cleanup_error(e: CategorizedError, finalizer: &str) -> CategorizedError {
+    if e.category != ErrorCategory::Auth {
+        return e;
+    }
+    tracing::warn!(error = %e.message, "cleanup forbidden; keeping the finalizer");
+    let message = format!(
+        "cleanup was refused, so the finalizer {finalizer} stays until the operator's RBAC \
+         allows it (or it is removed by hand, leaving what it cleans up behind): {}",
+        e.message
+    );
+    CategorizedError {
+        message,
+        ..CategorizedError::new(ErrorCategory::Infrastructure, "")
+            .with_reason(Reason::custom(CLEANUP_FORBIDDEN))
+    }
+}
 
 /// Whether `e` is a finalizer patch refused because the copy it was sent from is outdated
 /// (409 `Conflict`; not `AlreadyExists`).
@@ -227,12 +258,8 @@ impl<P: Pipeline> Engine<P> {
         if !obj.finalizers().contains(&name) || self.pipeline.needs_finalizer(obj) {
             return Ok(0);
         }
-        match self.pipeline.finalize(&self.client, obj).await {
-            Err(e) if e.category == ErrorCategory::Auth => {
-                tracing::warn!(error = %e.message, "cleanup forbidden; releasing the finalizer anyway");
-            }
-            Err(e) => return Err(Release::Cleanup(e)),
-            Ok(()) => {}
+        if let Err(e) = self.pipeline.finalize(&self.client, obj).await {
+            return Err(Release::Cleanup(cleanup_error(e, &name)));
         }
         let rest: Vec<String> = obj
             .finalizers()
@@ -283,13 +310,11 @@ impl<P: Pipeline> Engine<P> {
                 );
                 Ok(())
             }
-            Ok(false) => match self.pipeline.finalize(&self.client, obj).await {
-                Err(e) if e.category == ErrorCategory::Auth => {
-                    tracing::warn!(error = %e.message, "cleanup forbidden; removing the finalizer anyway");
-                    Ok(())
-                }
-                other => other,
-            },
+            Ok(false) => self
+                .pipeline
+                .finalize(&self.client, obj)
+                .await
+                .map_err(|e| cleanup_error(e, &name)),
             Err(e) => Err(e),
         };
         match cleanup {
@@ -317,12 +342,71 @@ impl<P: Pipeline> Engine<P> {
                     Err(e) => report.errors.push(CategorizedError::from_error(&e)),
                 }
             }
-            Err(e) => report.errors.push(e),
+            Err(e) => {
+                if e.reason.as_str() == CLEANUP_FORBIDDEN {
+                    self.report_forbidden_cleanup(obj, &e, &mut report).await;
+                }
+                report.errors.push(e);
+            }
         }
         let hold = report.errors.iter().filter_map(|e| e.retry_after).max();
         report.action = self
             .decide(key, &report.errors, (false, report.progressed), None, hold)
             .map_or_else(Action::await_change, Action::requeue);
         report
+    }
+
+    /// Say on a deleting object that its cleanup was refused ([`CLEANUP_FORBIDDEN`]): `Ready`
+    /// False with that reason, by a merge patch of `status.conditions` (the rest of the status
+    /// is left as it is), unless the object already says exactly that; then the transition's
+    /// event. A failed write is logged and retried with the cleanup.
+    async fn report_forbidden_cleanup(
+        &self,
+        obj: &P::Object,
+        error: &CategorizedError,
+        report: &mut Report,
+    ) {
+        let whole = serde_json::to_value(obj).unwrap_or(serde_json::Value::Null);
+        let previous: Vec<Condition> = whole
+            .pointer("/status/conditions")
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .unwrap_or_default();
+        let mut conditions = ConditionSet::new(
+            previous,
+            obj.meta().generation,
+            now_seconds(self.clock.as_ref()),
+        );
+        let changed = conditions.set(
+            &ConditionType::Ready,
+            ConditionStatus::False,
+            &error.reason,
+            error.message.clone(),
+        );
+        if !changed {
+            return;
+        }
+        let (conditions, transitions) = conditions.finish();
+        let resource = ApiResource::erase::<P::Object>(&());
+        let api = apply::parent_api(&self.client, &resource, obj.meta().namespace.as_deref());
+        let patch = serde_json::json!({"status": {"conditions": conditions}});
+        let params = PatchParams {
+            field_manager: Some(self.config.scheme.manager.clone()),
+            ..PatchParams::default()
+        };
+        if let Err(e) = api
+            .patch_status(&obj.name_any(), &params, &Patch::Merge(&patch))
+            .await
+        {
+            tracing::warn!(error = %e, "could not report the forbidden cleanup in the status");
+            return;
+        }
+        self.handles.writes(WriteVerb::Status, 1);
+        report.status_written = true;
+        report.events = self
+            .events
+            .publish(&obj.object_ref(&()), &transitions)
+            .await;
+        self.handles.writes(WriteVerb::Event, report.events);
     }
 }

@@ -92,7 +92,7 @@ mod steps;
 mod triggers;
 
 pub use config::EngineConfig;
-pub use finalize::STALE_COPY_WAIT;
+pub use finalize::{CLEANUP_FORBIDDEN, STALE_COPY_WAIT};
 pub use report::Report;
 pub use triggers::Triggers;
 

@@ -131,6 +131,8 @@ pub struct ToyPipeline {
     pub finalizer_label: Option<String>,
     /// `finalize` fails with an infrastructure error.
     pub fail_finalize: bool,
+    /// While set, `finalize` is refused as the API server refuses a request RBAC denies.
+    pub forbid_finalize: Arc<std::sync::atomic::AtomicBool>,
     /// `finalize` calls so far.
     pub finalized: Arc<AtomicUsize>,
     /// Also list `Widget`s, a kind the cluster does not serve.
@@ -317,6 +319,13 @@ impl Pipeline for ToyPipeline {
 
     async fn finalize(&self, _client: &Client, _object: &Toy) -> Result<(), CategorizedError> {
         self.finalized.fetch_add(1, Ordering::SeqCst);
+        if self.forbid_finalize.load(Ordering::SeqCst) {
+            return Err(CategorizedError::new(
+                ErrorCategory::Auth,
+                "clusterrolebindings.rbac.authorization.k8s.io \"t\" is forbidden: User \
+                 \"system:serviceaccount:ops:op\" cannot delete resource",
+            ));
+        }
         if self.fail_finalize {
             return Err(CategorizedError::new(
                 ErrorCategory::Infrastructure,

@@ -5,6 +5,8 @@ use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::json;
 
+use kinfer_state::engine::CLEANUP_FORBIDDEN;
+
 use crate::common::*;
 
 /// Sets or removes the paused annotation of a toy.
@@ -205,6 +207,113 @@ async fn a_terminating_namespace_is_never_blocked() {
         "no cleanup attempted"
     );
     assert!(toys.get_opt("t").await.expect("get").is_none());
+}
+
+/// The Warning events about `name` with `reason`.
+async fn warnings(env: &Env, name: &str, reason: &str) -> usize {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client.clone(), NS);
+    events
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .iter()
+        .filter(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                && e.reason.as_deref() == Some(reason)
+                && e.type_.as_deref() == Some("Warning")
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_forbidden_cleanup_keeps_the_finalizer_and_says_why() {
+    let pipeline = finalizing(false);
+    let forbid = pipeline.forbid_finalize.clone();
+    let env = env_with(pipeline).await;
+    env.create("fc", &[("a", "1")]).await;
+    env.converge("fc").await;
+    assert_eq!(cond(&env.get("fc").await, "Ready").status, "True");
+    forbid.store(true, std::sync::atomic::Ordering::SeqCst);
+    env.toys
+        .delete("fc", &DeleteParams::default())
+        .await
+        .expect("delete");
+
+    let r = env.engine.reconcile(&env.get("fc").await).await;
+    assert_eq!(r.finalizers_written, 0, "{r:?}");
+    let e = r
+        .errors
+        .iter()
+        .find(|e| e.reason.as_str() == CLEANUP_FORBIDDEN)
+        .unwrap_or_else(|| panic!("{r:?}"));
+    assert_eq!(
+        e.category,
+        kinfer_state::category::ErrorCategory::Infrastructure,
+        "the controller's RBAC: retried, not a wait for an edit"
+    );
+    assert_ne!(r.action, Action::await_change(), "{r:?}");
+    let deleting = env.get("fc").await;
+    assert_eq!(
+        deleting.metadata.finalizers.clone().unwrap_or_default(),
+        ["example.com/cleanup"],
+        "the finalizer stays"
+    );
+    let ready = cond(&deleting, "Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", CLEANUP_FORBIDDEN)
+    );
+    assert!(ready.message.contains("is forbidden"), "{}", ready.message);
+    assert_eq!(
+        deleting.status.as_ref().and_then(|s| s.status.as_deref()),
+        Some("Ready"),
+        "the rest of the status is left as it was"
+    );
+    assert_eq!(warnings(&env, "fc", CLEANUP_FORBIDDEN).await, 1);
+
+    // Still refused: nothing new is written, no second event.
+    let r = env.engine.reconcile(&deleting).await;
+    assert_eq!((r.status_written, r.events), (false, 0), "{r:?}");
+    assert_eq!(warnings(&env, "fc", CLEANUP_FORBIDDEN).await, 1);
+
+    // The operator is granted what it needs: the cleanup runs and the object goes.
+    forbid.store(false, std::sync::atomic::Ordering::SeqCst);
+    let r = env.engine.reconcile(&env.get("fc").await).await;
+    assert_eq!(r.finalizers_written, 1, "{r:?}");
+    assert!(env.toys.get_opt("fc").await.expect("get").is_none());
+}
+
+#[tokio::test]
+async fn a_forbidden_release_keeps_the_finalizer() {
+    let pipeline = ToyPipeline {
+        finalizer_label: Some("needs-cleanup".into()),
+        ..finalizing(false)
+    };
+    let forbid = pipeline.forbid_finalize.clone();
+    let env = env_with(pipeline).await;
+    let mut t = toy("fr", NS, &[("a", "1")]);
+    t.metadata.labels = Some([("needs-cleanup".to_owned(), "yes".to_owned())].into());
+    env.create_toy(t).await;
+    env.converge("fr").await;
+    forbid.store(true, std::sync::atomic::Ordering::SeqCst);
+    let unlabel = json!({"metadata": {"labels": {"needs-cleanup": null}}});
+    env.toys
+        .patch("fr", &PatchParams::default(), &Patch::Merge(&unlabel))
+        .await
+        .expect("unlabel");
+    let r = env.pass("fr").await;
+    assert_eq!(r.finalizers_written, 0, "{r:?}");
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.reason.as_str() == CLEANUP_FORBIDDEN),
+        "{r:?}"
+    );
+    assert_eq!(
+        env.get("fr").await.metadata.finalizers.unwrap_or_default(),
+        ["example.com/cleanup"]
+    );
 }
 
 #[tokio::test]
