@@ -70,6 +70,9 @@ pub struct Settings {
     /// watched objects (a missing or wrong pull secret, a registry) is checked again: Secrets
     /// are read by name, never listed or watched.
     pub external_recheck: std::time::Duration,
+    /// CPU and memory of the discovery, check-size and download Jobs' containers (the
+    /// binary's `--<job>-job-requests` and `--<job>-job-limits`).
+    pub jobs: kinfer_builders::discovery_job::JobResources,
 }
 
 /// [`Settings::external_recheck`] by default.
@@ -84,6 +87,7 @@ impl Default for Settings {
             concurrency: 4,
             debounce: std::time::Duration::ZERO,
             external_recheck: DEFAULT_EXTERNAL_RECHECK,
+            jobs: kinfer_builders::discovery_job::JobResources::default(),
         }
     }
 }

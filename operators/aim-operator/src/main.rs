@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use aim_operator::Settings;
 use aim_operator::controllers::{self, Operator};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kinfer_builders::discovery_job::{JobResources, resources};
 use kinfer_operator::{CommonArgs, CrdWatch, Process, signal, telemetry};
 
 #[derive(Debug, Parser)]
@@ -44,9 +46,69 @@ struct RunArgs {
     /// registry (Secrets are read by name, never listed or watched).
     #[arg(long, default_value_t = aim_operator::context::DEFAULT_EXTERNAL_RECHECK.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     recheck_interval_seconds: u64,
+    /// Requests of the discovery Jobs' container, as `kubectl set resources` takes them
+    /// (`cpu=250m,memory=512Mi`, the default); each flag replaces its whole list.
+    #[arg(long, value_parser = resource_list)]
+    discovery_job_requests: Option<ResourceList>,
+    /// Limits of the discovery Jobs' container (default `cpu=1,memory=2Gi`).
+    #[arg(long, value_parser = resource_list)]
+    discovery_job_limits: Option<ResourceList>,
+    /// Requests of the check-size Jobs' container (default `cpu=100m,memory=128Mi`).
+    #[arg(long, value_parser = resource_list)]
+    check_size_job_requests: Option<ResourceList>,
+    /// Limits of the check-size Jobs' container (default `cpu=500m,memory=512Mi`).
+    #[arg(long, value_parser = resource_list)]
+    check_size_job_limits: Option<ResourceList>,
+    /// Requests of the download Jobs' container (default `cpu=1,memory=2Gi`).
+    #[arg(long, value_parser = resource_list)]
+    download_job_requests: Option<ResourceList>,
+    /// Limits of the download Jobs' container (default `cpu=4,memory=8Gi`).
+    #[arg(long, value_parser = resource_list)]
+    download_job_limits: Option<ResourceList>,
+}
+
+type ResourceList = std::collections::BTreeMap<String, Quantity>;
+
+fn resource_list(text: &str) -> Result<ResourceList, String> {
+    resources::parse_list(text).map_err(|e| e.to_string())
+}
+
+/// The Jobs' resources: the defaults, with each list the flags give instead.
+fn job_resources(args: &RunArgs) -> Result<JobResources> {
+    let mut jobs = JobResources::default();
+    for (name, target, requests, limits) in [
+        (
+            "discovery",
+            &mut jobs.discovery,
+            &args.discovery_job_requests,
+            &args.discovery_job_limits,
+        ),
+        (
+            "check-size",
+            &mut jobs.check_size,
+            &args.check_size_job_requests,
+            &args.check_size_job_limits,
+        ),
+        (
+            "download",
+            &mut jobs.download,
+            &args.download_job_requests,
+            &args.download_job_limits,
+        ),
+    ] {
+        if let Some(r) = requests {
+            target.requests = Some(r.clone());
+        }
+        if let Some(l) = limits {
+            target.limits = Some(l.clone());
+        }
+        resources::check(target).with_context(|| format!("the {name} Jobs' resources"))?;
+    }
+    Ok(jobs)
 }
 
 async fn run(args: RunArgs) -> Result<()> {
+    let jobs = job_resources(&args)?;
     let common = args.common;
     telemetry::init_tracing(common.log_format)?;
     if !common.watch_namespaces.is_empty() {
@@ -64,6 +126,7 @@ async fn run(args: RunArgs) -> Result<()> {
     settings.discovery.max_active = args.max_discovery_jobs;
     settings.inspector.insecure_registries = args.insecure_registries;
     settings.external_recheck = std::time::Duration::from_secs(args.recheck_interval_seconds);
+    settings.jobs = jobs;
     // KServe and Gateway API are optional: followed, and the controllers restart on a change.
     let crds = CrdWatch::start(
         &client,
@@ -113,5 +176,42 @@ async fn main() -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use super::*;
+
+    fn run_args(flags: &[&str]) -> RunArgs {
+        let args = ["aim-operator", "run"].iter().chain(flags);
+        match Cli::try_parse_from(args).unwrap().command {
+            Command::Run(args) => *args,
+            Command::Crds => panic!("run"),
+        }
+    }
+
+    #[test]
+    fn job_flags_replace_their_list_and_a_request_above_its_limit_stops_the_start() {
+        let jobs =
+            job_resources(&run_args(&["--download-job-limits", "cpu=8,memory=32Gi"])).unwrap();
+        let limits = jobs.download.limits.unwrap();
+        assert_eq!(limits["memory"].0, "32Gi");
+        assert_eq!(
+            jobs.download.requests,
+            JobResources::default().download.requests
+        );
+        assert_eq!(jobs.discovery, JobResources::default().discovery);
+
+        let err = job_resources(&run_args(&["--check-size-job-requests", "memory=1Gi"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("check-size"), "{err}");
+        assert!(
+            Cli::try_parse_from(["aim-operator", "run", "--discovery-job-limits", "cpu=much"])
+                .is_err()
+        );
     }
 }

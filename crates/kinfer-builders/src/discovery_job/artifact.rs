@@ -8,7 +8,8 @@
 //! builder's caller; both Jobs run as one identity (UID/GID/fsGroup 1000 by default, the
 //! cache's owner); the download Job mounts the claim at `/cache` and an `emptyDir` at `/tmp`
 //! (`HOME` and `TMPDIR` point there: its root filesystem is read-only and `kubectl` writes
-//! `$HOME/.kube`), retries twice and is removed 600s after it finishes. Both pods carry the
+//! `$HOME/.kube`), retries twice and is removed 600s after it finishes. Both containers get
+//! CPU and memory ([`super::resources`]). Both pods carry the
 //! input's `imagePullSecrets` (the artifact's). The download pod runs as the artifact's
 //! progress ServiceAccount with its token mounted ([`super::progress`], built apart by
 //! [`super::progress_reporter`]); the check-size pod mounts no token.
@@ -23,6 +24,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::{Deserialize, Serialize};
 
+use super::JobResources;
 use super::progress::progress_name;
 use super::{JobShape, job};
 use crate::env::{self, var};
@@ -71,6 +73,10 @@ pub struct ArtifactInput {
     /// on both pods.
     #[serde(default)]
     pub image_pull_secrets: Vec<String>,
+    /// CPU and memory of the check-size and download containers; [`JobResources::default`]'s
+    /// when absent.
+    #[serde(default)]
+    pub resources: Option<JobResources>,
 }
 
 /// What to create for an artifact at its current stage.
@@ -118,6 +124,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
         .downloader_image
         .clone()
         .unwrap_or_else(|| DEFAULT_DOWNLOADER_IMAGE.to_owned());
+    let resources = input.resources.clone().unwrap_or_default();
     let Some(bytes) = input.size_bytes.filter(|b| *b > 0) else {
         let labels = parent.labels(APP, "check-size");
         let container = Container {
@@ -125,6 +132,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
             image: Some(image),
             command: Some(vec!["/check-size.sh".to_owned(), input.source_uri.clone()]),
             env: Some(input.env.clone()),
+            resources: Some(resources.check_size),
             security_context: Some(security::container(false)),
             ..Container::default()
         };
@@ -197,6 +205,7 @@ pub fn artifact_objects(input: &ArtifactInput) -> Result<ArtifactJobs, Error> {
             pod::mount("cache", "/cache", false),
             pod::mount("tmp", pod::TMP_DIR, false),
         ]),
+        resources: Some(resources.download),
         security_context: Some(security::container(true)),
         ..Container::default()
     };

@@ -10,16 +10,20 @@
 //! `activeDeadlineSeconds` [`DISCOVERY_DEADLINE_SECONDS`] (a dry-run that hangs fails instead
 //! of holding one of the cluster's discovery slots forever), restart
 //! `Never`; pod user 65532 under the restricted context; container `discovery` running the
-//! AIM image with `dry-run --format=json`; env in order: log levels CRITICAL, the template's
+//! AIM image with `dry-run --format=json`, CPU and memory from [`resources`] (resources other
+//! than the default are hashed into the name too: a Job's template is immutable); env in order: log levels CRITICAL, the template's
 //! env, `AIM_METRIC`, `AIM_PRECISION`, `AIM_GPU_MODEL`, `AIM_GPU_COUNT`, `AIM_PROFILE_ID`.
 
 mod artifact;
 mod progress;
+pub mod resources;
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +34,7 @@ pub use artifact::{
 pub use progress::{
     PROGRESS_COMPONENT, ProgressReporter, progress_name, progress_reporter, progress_rule,
 };
+pub use resources::JobResources;
 
 use crate::env::{self, var};
 use crate::error::Error;
@@ -84,11 +89,32 @@ pub struct DiscoveryInput {
     /// Profile ID.
     #[serde(default)]
     pub profile_id: Option<String>,
+    /// The container's CPU and memory; [`JobResources::default`]'s `discovery` when absent.
+    #[serde(default)]
+    pub resources: Option<ResourceRequirements>,
 }
 
 impl DiscoveryInput {
-    /// What the name hashes, as upstream.
-    fn hash(&self) -> naming::aim::DiscoveryHash<'_> {
+    /// The container's resources ([`Self::resources`], else the default).
+    fn resources(&self) -> ResourceRequirements {
+        self.resources
+            .clone()
+            .unwrap_or_else(|| JobResources::default().discovery)
+    }
+
+    /// What kinfer hashes into the name besides upstream's inputs: the resources when they
+    /// are not the default (a Job's pod template is immutable: other resources need another
+    /// Job); empty for the default, so the name is upstream's.
+    fn kinfer_hash(resources: &ResourceRequirements) -> String {
+        if *resources == JobResources::default().discovery {
+            String::new()
+        } else {
+            serde_json::to_string(resources).unwrap_or_default()
+        }
+    }
+
+    /// What the name hashes: upstream's inputs, then `kinfer` ([`Self::kinfer_hash`]).
+    fn hash<'a>(&'a self, kinfer: &'a str) -> naming::aim::DiscoveryHash<'a> {
         naming::aim::DiscoveryHash {
             model: &self.model,
             image: &self.image,
@@ -104,6 +130,7 @@ impl DiscoveryInput {
                 )
             }),
             profile_id: self.profile_id.as_deref().unwrap_or_default(),
+            kinfer,
         }
     }
 }
@@ -121,7 +148,9 @@ pub fn template_label(template: &str) -> (String, String) {
 
 /// The discovery Job; see the module contract.
 pub fn discovery_job(input: &DiscoveryInput) -> Result<Job, Error> {
-    let name = naming::aim::discovery_job_name(input.template.as_str(), input.hash())?;
+    let resources = input.resources();
+    let kinfer = DiscoveryInput::kinfer_hash(&resources);
+    let name = naming::aim::discovery_job_name(input.template.as_str(), input.hash(&kinfer))?;
     let standard = StandardLabels::new(
         "aim-discovery",
         input.template.as_str(),
@@ -153,6 +182,7 @@ pub fn discovery_job(input: &DiscoveryInput) -> Result<Job, Error> {
         image: Some(input.image.clone()),
         args: Some(vec!["dry-run".to_owned(), "--format=json".to_owned()]),
         env: Some(env),
+        resources: Some(resources),
         security_context: Some(security::container(false)),
         ..Container::default()
     };

@@ -717,6 +717,9 @@ pub struct DiscoveryHash<'a> {
     pub gpu: Option<(&'a str, i64)>,
     /// Profile ID, empty when absent.
     pub profile_id: &'a str,
+    /// What kinfer adds to upstream's inputs (the Job's resources when not the default),
+    /// hashed last; empty gives upstream's name.
+    pub kinfer: &'a str,
 }
 
 /// NOTES section c (aim-engine `internal/aimservicetemplate/discovery.go` `BuildDiscoveryJob`):
@@ -739,6 +742,7 @@ pub fn discovery_job_name(template: &str, h: DiscoveryHash<'_>) -> Result<Dns112
         input.push_str(&count.to_string());
     }
     input.push_str(h.profile_id);
+    input.push_str(h.kinfer);
     let digest = Sha256::digest(input.as_bytes());
     let mut cut = template.len().min(45);
     while !template.is_char_boundary(cut) {

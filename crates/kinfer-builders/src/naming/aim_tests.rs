@@ -152,6 +152,7 @@ fn discovery_job_name_uses_upstreams_formula() {
             precision: "fp8",
             gpu: Some(("MI300X", 1)),
             profile_id: "p",
+            kinfer: "",
         },
     )
     .expect("derives");

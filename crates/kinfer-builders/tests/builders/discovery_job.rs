@@ -1,6 +1,8 @@
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use kinfer_builders::discovery_job::resources::parse_list;
 use kinfer_builders::discovery_job::{
-    ArtifactInput, ArtifactJobs, DiscoveryInput, PROGRESS_COMPONENT, artifact_objects,
-    cache_size_gib, discovery_job, progress_name, progress_reporter,
+    ArtifactInput, ArtifactJobs, DiscoveryInput, JobResources, PROGRESS_COMPONENT,
+    artifact_objects, cache_size_gib, discovery_job, progress_name, progress_reporter,
 };
 use serde_json::Value;
 
@@ -12,6 +14,49 @@ fn discovery_job_validates_and_snapshots() {
     let job = discovery_job(&input::<DiscoveryInput>("discovery")).expect("builds");
     assert_core_valid(&job);
     snapshot!("discovery_job", &job);
+}
+
+#[test]
+fn other_job_resources_reach_the_containers_and_name_another_discovery_job() {
+    let default = discovery_job(&input::<DiscoveryInput>("discovery")).expect("builds");
+    let mut resources = JobResources {
+        discovery: ResourceRequirements {
+            requests: Some(parse_list("cpu=2,memory=4Gi").expect("list")),
+            limits: Some(parse_list("cpu=2,memory=4Gi").expect("list")),
+            ..ResourceRequirements::default()
+        },
+        ..JobResources::default()
+    };
+    let mut with = input::<DiscoveryInput>("discovery");
+    with.resources = Some(resources.discovery.clone());
+    let job = discovery_job(&with).expect("builds");
+    assert_core_valid(&job);
+    let pod = job.spec.and_then(|s| s.template.spec).expect("pod");
+    assert_eq!(
+        pod.containers[0].resources.as_ref(),
+        Some(&resources.discovery)
+    );
+    assert_ne!(
+        job.metadata.name, default.metadata.name,
+        "a Job's template is immutable: other resources are another Job"
+    );
+
+    // The defaults, set explicitly, keep upstream's name.
+    let mut explicit = input::<DiscoveryInput>("discovery");
+    explicit.resources = Some(JobResources::default().discovery);
+    assert_eq!(
+        discovery_job(&explicit).expect("builds").metadata.name,
+        default.metadata.name
+    );
+
+    resources.download.limits = Some(parse_list("cpu=8,memory=32Gi").expect("list"));
+    let mut artifact = input::<ArtifactInput>("artifact");
+    artifact.resources = Some(resources.clone());
+    let Ok(ArtifactJobs::Download { job, .. }) = artifact_objects(&artifact) else {
+        panic!("a download");
+    };
+    let pod = job.spec.and_then(|s| s.template.spec).expect("pod");
+    assert_eq!(pod.containers[0].resources, Some(resources.download));
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod built;
 mod install;
 mod manifests;
 mod metrics;
+mod quota;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -16,7 +16,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, ServiceAccount};
 use kinfer_api::aim::AIMArtifact;
 use kinfer_builders::discovery_job::{
-    ArtifactJobs, ProgressReporter, artifact_objects, progress_name, progress_reporter,
+    ArtifactJobs, JobResources, ProgressReporter, artifact_objects, progress_name,
+    progress_reporter,
 };
 use kinfer_state::health::ComponentHealth;
 use kinfer_state::pipeline::Children;
@@ -50,7 +51,7 @@ pub(super) fn compose_download(
         state.reporter = reporter;
         identity_error = error;
     }
-    let built = input(object, rc, Some(bytes), state.headroom)
+    let built = input(object, rc, Some(bytes), state.headroom, &fetched.jobs)
         .and_then(|i| artifact_objects(&i).map_err(|e| invalid(&e)));
     let (claim, job) = match built {
         Ok(ArtifactJobs::Download { claim, job }) => (*claim, *job),
@@ -141,13 +142,14 @@ pub(super) fn identity_exists(a: &AIMArtifact, children: &Children) -> bool {
 pub(super) fn failure_recorded(
     a: &AIMArtifact,
     rc: &crate::runtime_config::resolve::Fetched,
+    jobs: &JobResources,
 ) -> bool {
     let Some(Ok(bytes)) = compose::known_size(a) else {
         return false;
     };
     let (_, rc) = crate::runtime_config::resolve::resolve(rc);
     let rc = rc.as_ref();
-    match input(a, rc, Some(bytes), headroom(rc)).map(|i| artifact_objects(&i)) {
+    match input(a, rc, Some(bytes), headroom(rc), jobs).map(|i| artifact_objects(&i)) {
         Ok(Ok(ArtifactJobs::Download { job, .. })) => {
             compose::recorded_failure(a, compose::DOWNLOAD_JOB, &compose::fingerprint(&job))
                 .is_some()

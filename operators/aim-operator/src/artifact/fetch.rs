@@ -89,6 +89,8 @@ pub struct Fetched {
     pub account_pull_secrets: Option<Result<Vec<String>, CategorizedError>>,
     /// The operator's clock when fetching (for the retry schedule; compose reads no clock).
     pub now: k8s_openapi::jiff::Timestamp,
+    /// CPU and memory of the Jobs (the operator's settings).
+    pub jobs: kinfer_builders::discovery_job::JobResources,
 }
 
 /// Whether the download pod's identity may be planned this reconcile (a superset of what
@@ -234,7 +236,8 @@ pub async fn fetch(
     );
     // Not for a Job that is not created again: its permanent failure is recorded.
     let account_pull_secrets = if wanted
-        && (live.is_some() || !super::download::failure_recorded(artifact, &runtime_config))
+        && (live.is_some()
+            || !super::download::failure_recorded(artifact, &runtime_config, &ctx.settings.jobs))
     {
         Some(default_pull_secrets(client, &ns).await)
     } else {
@@ -245,6 +248,7 @@ pub async fn fetch(
         job,
         account_pull_secrets,
         now,
+        jobs: ctx.settings.jobs.clone(),
     }
 }
 

@@ -46,7 +46,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kinfer_api::aim::{AIMArtifact, AIMArtifactStatus, CachingMode};
 use kinfer_builders::discovery_job::{
-    ArtifactInput, ArtifactJobs, DEFAULT_HEADROOM_PERCENT, ProgressReporter, artifact_objects,
+    ArtifactInput, ArtifactJobs, DEFAULT_HEADROOM_PERCENT, JobResources, ProgressReporter,
+    artifact_objects,
 };
 use kinfer_builders::naming::aim as names;
 use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
@@ -189,6 +190,7 @@ fn input(
     rc: Option<&Resolved>,
     bytes: Option<u64>,
     headroom: u64,
+    jobs: &JobResources,
 ) -> Result<ArtifactInput, CategorizedError> {
     let env = crate::env::merge(&[
         rc.map(|r| r.spec.env.as_slice()).unwrap_or_default(),
@@ -214,6 +216,7 @@ fn input(
             .iter()
             .map(|s| s.name.clone())
             .collect(),
+        resources: Some(jobs.clone()),
     })
 }
 
@@ -319,7 +322,7 @@ impl Pipeline for ArtifactPipeline {
                     }
                     components.push(h);
                     if measured.is_none() && live.is_none() {
-                        match input(object, rc.as_ref(), None, headroom)
+                        match input(object, rc.as_ref(), None, headroom, &fetched.jobs)
                             .and_then(|i| artifact_objects(&i).map_err(|e| invalid(&e)))
                         {
                             Ok(ArtifactJobs::CheckSize(j)) => {
@@ -511,6 +514,7 @@ mod tests {
                 "reading the size check's log: 429",
             ))),
             account_pull_secrets: None,
+            jobs: JobResources::default(),
             now,
         };
         let ctx = Arc::new(Context::new(crate::Settings::default()).unwrap());

@@ -347,6 +347,7 @@ pub fn job_input(
     t: TemplateFacts<'_>,
     model: &ModelRef,
     job_namespace: &str,
+    resources: &k8s_openapi::api::core::v1::ResourceRequirements,
 ) -> Result<DiscoveryInput, CategorizedError> {
     let invalid = |m: String| {
         CategorizedError::new(ErrorCategory::InvalidSpec, m)
@@ -398,6 +399,7 @@ pub fn job_input(
         gpu_model: gpu.and_then(|g| g.model.clone()),
         gpu_count: gpu.and_then(|g| g.requests).map(i64::from),
         profile_id: t.spec.profile_id.clone(),
+        resources: Some(resources.clone()),
     })
 }
 
@@ -428,7 +430,7 @@ pub async fn fetch(
     let job_namespace = t.namespace.unwrap_or(&ctx.settings.system_namespace);
     let mut discovery_errors = Vec::new();
     let job = match &model {
-        Ok(Some(m)) => match job_input(t, m, job_namespace) {
+        Ok(Some(m)) => match job_input(t, m, job_namespace, &ctx.settings.jobs.discovery) {
             Ok(j) => Some(j),
             Err(e) => {
                 discovery_errors.push(e);

@@ -541,7 +541,7 @@ pub fn discovery_job_name(
         manager: &manager,
     };
     let ns = namespace.unwrap_or(&ctx.settings.system_namespace);
-    let input = fetch::job_input(facts, model, ns).ok()?;
+    let input = fetch::job_input(facts, model, ns, &ctx.settings.jobs.discovery).ok()?;
     kinfer_builders::discovery_job::discovery_job(&input)
         .ok()
         .map(|j| j.name_any())
