@@ -16,8 +16,12 @@
 //!   `DOCKER_CONFIG` until one works, then once anonymously, as the kubelet tries
 //!   `imagePullSecrets` (upstream mounted only the first); its root filesystem is read-only, so `/tmp` is an `emptyDir` and `HOME`/`TMPDIR`
 //!   point there; both scratch volumes carry the given `sizeLimit`;
+//! - the pod runs as an explicit non-root identity ([`security::SERVING_IDENTITY`] unless the
+//!   input says otherwise), so an engine image whose `USER` is root starts under the
+//!   restricted profile;
 //! - container `vllm`: `vllm serve <mountPath> --port --served-model-name` plus parallelism
-//!   flags, then the user's args (vLLM: last wins); env `TP_SIZE`, `DP_SIZE`, `DP_SIZE_LOCAL`
+//!   flags, then the user's args (vLLM: last wins); env `HOME` ([`ENGINE_HOME`], an
+//!   `emptyDir`: the image's HOME is not the pod user's), `TP_SIZE`, `DP_SIZE`, `DP_SIZE_LOCAL`
 //!   merged with the user's by name; startup/readiness/liveness probes on the engine's health
 //!   endpoint; `/dev/shm`;
 //! - with a routing proxy (decode only), a native sidecar listens on the engine port and vLLM
@@ -206,6 +210,10 @@ pub struct ModelDeploymentInput {
     /// on.
     #[serde(default)]
     pub tracing: Option<Otel>,
+    /// Who the pod runs as; [`security::SERVING_IDENTITY`] when absent, the image's (or the
+    /// platform's) user when `null`.
+    #[serde(default = "security::serving_identity")]
+    pub pod_identity: Option<security::PodIdentity>,
 }
 
 /// A built Deployment and what the caller should surface.
@@ -294,7 +302,7 @@ pub fn model_deployment(input: &ModelDeploymentInput) -> Result<BuiltDeployment,
         containers: vec![vllm_container(input, vllm_port, resources)],
         volumes: Some(volumes(input)),
         automount_service_account_token: Some(false),
-        security_context: Some(security::pod(None, None)),
+        security_context: Some(security::pod_for(input.pod_identity)),
         image_pull_secrets: pod::pull_secrets(&input.model.image_pull_secrets),
         node_selector: non_empty(input.node_selector.clone()),
         tolerations: non_empty_vec(input.tolerations.clone()),
@@ -370,6 +378,9 @@ fn vllm_container(
         var("TP_SIZE", p.tensor.max(1).to_string()),
         var("DP_SIZE", p.data.max(1).to_string()),
         var("DP_SIZE_LOCAL", p.data_local.max(1).to_string()),
+        // The image's HOME (`/root` for vllm/vllm-openai) is not the pod user's: vLLM, Hugging
+        // Face, Triton and torch write their caches under a HOME of the pod's own.
+        var("HOME", ENGINE_HOME),
     ];
     let env = env::merge(&[&generated, &input.engine.env]);
     let mut ports = vec![pod::tcp_port("http", port)];
@@ -396,6 +407,7 @@ fn vllm_container(
         volume_mounts: Some(vec![
             pod::mount("model", &input.model.mount_path, true),
             pod::shm_mount(),
+            pod::mount("engine-home", ENGINE_HOME, false),
         ]),
         startup_probe: Some(startup),
         readiness_probe: Some(readiness),
@@ -407,6 +419,9 @@ fn vllm_container(
 }
 
 const KITOPS_HOME: &str = "/tmp/model-oci";
+
+/// The engine's `HOME`: an `emptyDir` the pod's user owns (see [`ModelDeploymentInput::pod_identity`]).
+pub const ENGINE_HOME: &str = "/home/engine";
 
 /// Where the pull secrets are mounted: secret `i` at `<DOCKER_CONFIG_ROOT>/<i>/config.json`.
 pub const DOCKER_CONFIG_ROOT: &str = "/.docker";
@@ -516,6 +531,7 @@ fn volumes(input: &ModelDeploymentInput) -> Vec<Volume> {
         pod::scratch_volume("model", size),
         pod::scratch_volume("model-tmp", size),
         pod::shm_volume(input.shm_size.as_deref().unwrap_or(pod::DEFAULT_SHM_SIZE)),
+        pod::scratch_volume("engine-home", None),
     ];
     if !input.model.image_pull_secrets.is_empty() {
         // Every pull secret, each in its own directory of one projected volume.

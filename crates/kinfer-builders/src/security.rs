@@ -32,6 +32,28 @@ pub const AIM_CACHE_IDENTITY: PodIdentity = PodIdentity {
     fs_group: 1000,
 };
 
+/// The identity of ModelService engine and Endpoint Picker pods unless the operator is told
+/// otherwise: distroless's `nonroot` (65532), which the EPP image declares. An explicit
+/// non-root user lets images whose `USER` is root (`vllm/vllm-openai`) start under
+/// `runAsNonRoot`, which refuses them when no user is set.
+pub const SERVING_IDENTITY: PodIdentity = PodIdentity {
+    run_as_user: 65532,
+    run_as_group: 65532,
+    fs_group: 65532,
+};
+
+/// [`SERVING_IDENTITY`], the default of the serving builders' `pod_identity`.
+#[allow(clippy::unnecessary_wraps)] // a serde default of an `Option` field
+pub fn serving_identity() -> Option<PodIdentity> {
+    Some(SERVING_IDENTITY)
+}
+
+/// The pod-level restricted context as `identity`, or as the user the image or the platform
+/// chooses when `None` (OpenShift's restricted SCC assigns one from the namespace's range).
+pub fn pod_for(identity: Option<PodIdentity>) -> PodSecurityContext {
+    identity.map_or_else(|| pod(None, None), pod_as)
+}
+
 impl Default for PodIdentity {
     fn default() -> Self {
         AIM_CACHE_IDENTITY

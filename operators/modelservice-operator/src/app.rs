@@ -127,6 +127,11 @@ pub struct RunArgs {
     /// so the operator needs no cluster-wide list/watch of Secrets).
     #[arg(long, default_value_t = config::DEFAULT_RECHECK_INTERVAL.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub recheck_interval_seconds: u64,
+    /// User, group and volume group of engine and Endpoint Picker pods (non-root), or `image`
+    /// to set none and run as the image's or the platform's user (OpenShift's restricted SCC
+    /// assigns one).
+    #[arg(long, default_value = "65532", value_parser = config::parse_pod_user)]
+    pub pod_user: config::PodUser,
 }
 
 fn parse_provider(s: &str) -> Result<Provider, String> {
@@ -179,6 +184,7 @@ impl RunArgs {
             epp_plugins: read(self.epp_plugins_file.as_ref())?,
             epp_pd_plugins: read(self.epp_pd_plugins_file.as_ref())?,
             recheck_interval: std::time::Duration::from_secs(self.recheck_interval_seconds),
+            pod_identity: self.pod_user.0,
         })
     }
 }

@@ -4,6 +4,7 @@
 //! "Operator CLI flags"); no client, no I/O. The binary fills it from flags; tests construct it
 //! directly.
 
+use kinfer_builders::security::{PodIdentity, SERVING_IDENTITY};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
@@ -145,6 +146,9 @@ pub struct OperatorConfig {
     pub epp_pd_plugins: Option<String>,
     /// Periodic recheck of ModelServices with unwatched children (the token Secret).
     pub recheck_interval: Duration,
+    /// Who engine and Endpoint Picker pods run as ([`SERVING_IDENTITY`] by default); `None`:
+    /// the image's or the platform's user (`--pod-user=image`).
+    pub pod_identity: Option<PodIdentity>,
 }
 
 impl Default for OperatorConfig {
@@ -166,7 +170,31 @@ impl Default for OperatorConfig {
             epp_plugins: None,
             epp_pd_plugins: None,
             recheck_interval: DEFAULT_RECHECK_INTERVAL,
+            pod_identity: Some(SERVING_IDENTITY),
         }
+    }
+}
+
+/// `--pod-user`: who engine and Endpoint Picker pods run as ([`OperatorConfig::pod_identity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodUser(pub Option<PodIdentity>);
+
+/// `--pod-user`: `image` (no user set: the image's or the platform's), or a non-root UID that
+/// is also the pod's group and volume group.
+pub fn parse_pod_user(s: &str) -> Result<PodUser, String> {
+    if s == "image" {
+        return Ok(PodUser(None));
+    }
+    match s.parse::<i64>() {
+        Ok(id) if (1..=i64::from(i32::MAX)).contains(&id) => Ok(PodUser(Some(PodIdentity {
+            run_as_user: id,
+            run_as_group: id,
+            fs_group: id,
+        }))),
+        _ => Err(format!(
+            "{s:?}: a non-root user ID (1 to {}) or \"image\"",
+            i32::MAX
+        )),
     }
 }
 

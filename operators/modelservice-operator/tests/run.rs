@@ -130,6 +130,24 @@ async fn run_fails_fast_without_the_crd_and_with_incomplete_leader_flags() {
     .expect_err("no identity");
     assert!(err.to_string().contains("POD_NAME"), "{err}");
 
+    let identity = |flags: &[&str]| args(flags).operator_config().unwrap().pod_identity;
+    assert_eq!(
+        identity(&[]).map(|i| i.run_as_user),
+        Some(65532),
+        "an explicit non-root user by default"
+    );
+    assert_eq!(
+        identity(&["--pod-user", "1001"]).map(|i| (i.run_as_user, i.fs_group)),
+        Some((1001, 1001))
+    );
+    assert_eq!(identity(&["--pod-user", "image"]), None);
+    for root in ["0", "-1", "nobody"] {
+        assert!(
+            Cli::try_parse_from(["run", "--pod-user", root]).is_err(),
+            "{root}"
+        );
+    }
+
     let bad = Cli::try_parse_from(["run", "--model-size-limit", "lots"]);
     assert!(
         bad.is_err(),

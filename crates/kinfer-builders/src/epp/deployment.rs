@@ -156,7 +156,7 @@ pub(super) fn deployment(
         containers: vec![container],
         service_account_name: Some(name.to_string()),
         termination_grace_period_seconds: Some(130),
-        security_context: Some(security::pod(None, None)),
+        security_context: Some(security::pod_for(input.pod_identity)),
         volumes: Some(vec![Volume {
             name: "epp-config".to_owned(),
             config_map: Some(ConfigMapVolumeSource {

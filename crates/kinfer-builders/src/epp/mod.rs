@@ -84,6 +84,10 @@ pub struct EppInput {
     /// Extra `--flag=value` arguments, appended sorted by flag.
     #[serde(default)]
     pub extra_flags: BTreeMap<String, String>,
+    /// Who the pod runs as; [`crate::security::SERVING_IDENTITY`] when absent, the image's
+    /// (or the platform's) user when `null`.
+    #[serde(default = "crate::security::serving_identity")]
+    pub pod_identity: Option<crate::security::PodIdentity>,
 }
 
 /// Everything the EPP needs.

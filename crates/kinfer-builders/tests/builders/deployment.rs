@@ -1,6 +1,6 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use kinfer_builders::Warning;
-use kinfer_builders::deployment::{ModelDeploymentInput, model_deployment};
+use kinfer_builders::deployment::{ENGINE_HOME, ModelDeploymentInput, model_deployment};
 use kinfer_builders::monitoring::Otel;
 use serde_json::Value;
 
@@ -110,6 +110,7 @@ fn user_env_overrides_generated_env_in_place() {
             "TP_SIZE",
             "DP_SIZE",
             "DP_SIZE_LOCAL",
+            "HOME",
             "VLLM_NIXL_SIDE_CHANNEL_PORT"
         ]
     );
@@ -155,8 +156,46 @@ fn pod_template_carries_pool_labels_and_no_version_and_shm_and_probes() {
         pod["securityContext"]["seccompProfile"]["type"],
         "RuntimeDefault"
     );
+    // An explicit non-root user: an engine image whose USER is root starts under
+    // runAsNonRoot, with a HOME it owns.
+    for key in ["runAsUser", "runAsGroup", "fsGroup"] {
+        assert_eq!(pod["securityContext"][key], 65532, "{key}");
+    }
+    let vllm = &pod["containers"][0];
+    let home = vllm["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "HOME")
+        .expect("HOME");
+    assert_eq!(home["value"], ENGINE_HOME);
+    let mount = vllm["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountPath"] == ENGINE_HOME)
+        .expect("HOME is mounted");
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .expect("its volume");
+    assert!(volume["emptyDir"].is_object(), "{volume}");
+    assert_ne!(mount["readOnly"], true);
     assert_eq!(json["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 0);
     assert_eq!(json["metadata"]["name"], "llama-decode");
+}
+
+#[test]
+fn without_an_identity_the_pod_runs_as_the_image_or_the_platform_says() {
+    let mut input = input::<ModelDeploymentInput>("deployment-decode");
+    input.pod_identity = None;
+    let built = model_deployment(&input).expect("builds");
+    let pod = built.deployment.spec.unwrap().template.spec.unwrap();
+    let sc = pod.security_context.unwrap();
+    assert_eq!((sc.run_as_user, sc.fs_group), (None, None));
+    assert_eq!(sc.run_as_non_root, Some(true), "still never root");
 }
 
 #[test]

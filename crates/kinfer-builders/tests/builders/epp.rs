@@ -76,6 +76,18 @@ fn default_bundle_validates_and_snapshots() {
             .and_then(|c| c.metadata.name.as_deref()),
         Some("team-b-llama-epp")
     );
+    let pod = b
+        .deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod");
+    let sc = pod.security_context.as_ref().expect("pod security context");
+    assert_eq!(
+        (sc.run_as_user, sc.run_as_group, sc.fs_group),
+        (Some(65532), Some(65532), Some(65532)),
+        "an explicit non-root identity"
+    );
     snapshot!("epp_deployment", &b.deployment);
     snapshot!("epp_service", &b.service);
     snapshot!("epp_config_map", &b.config_map);

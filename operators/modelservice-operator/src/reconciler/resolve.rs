@@ -102,6 +102,7 @@ pub fn resolve(
     }
     let epp_port = picker.map_or(DEFAULT_PORT, |p| p.port);
     let epp = EppInput {
+        pod_identity: config.pod_identity,
         parent: parent.clone(),
         image: picker
             .and_then(|p| p.image.clone())
@@ -207,6 +208,7 @@ fn role_input(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ModelDeploymentInput {
+        pod_identity: config.pod_identity,
         parent: parent.clone(),
         role,
         model: ModelArtifact {
