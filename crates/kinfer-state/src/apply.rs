@@ -542,6 +542,30 @@ pub async fn get(
         })
 }
 
+/// Read the metadata of an object by key (`PartialObjectMetadata`: a Secret's data never
+/// reaches the operator); as a [`DynamicObject`] without content.
+pub async fn get_metadata(
+    client: &Client,
+    kind: &ChildKind,
+    key: &ObjectKey,
+) -> Result<Option<DynamicObject>, ApplyError> {
+    let found = api(client, kind, key.namespace.as_deref())
+        .get_metadata_opt(&key.name)
+        .await
+        .map_err(|source| ApplyError::GetChild {
+            child: key.clone(),
+            source: Box::new(source),
+        })?;
+    Ok(found.map(|m| DynamicObject {
+        types: Some(kube::core::TypeMeta {
+            api_version: kind.resource.api_version.clone(),
+            kind: kind.resource.kind.clone(),
+        }),
+        metadata: m.metadata,
+        data: Value::Object(serde_json::Map::new()),
+    }))
+}
+
 /// Server-side apply `body` as `manager`.
 pub async fn apply(
     client: &Client,

@@ -155,6 +155,11 @@ pub struct DesiredObject {
     /// `spec.replicas`): sent only at creation, then handed over and never applied again
     /// ([`crate::handover`]).
     pub released: Vec<FieldPath>,
+    /// The object's content is not the operator's to read (a token the token controller
+    /// writes into a Secret): when the engine must read it by name, it reads its metadata only
+    /// and compares the metadata; the rest of the body is sent when the object is created,
+    /// and with any later apply a metadata change causes ([`DesiredObject::by_metadata`]).
+    pub metadata_only: bool,
 }
 
 /// Errors of turning a typed object into a [`DesiredObject`].
@@ -206,6 +211,7 @@ impl DesiredObject {
             kind,
             object,
             released: Vec::new(),
+            metadata_only: false,
         })
     }
 
@@ -215,7 +221,16 @@ impl DesiredObject {
             kind,
             object,
             released: Vec::new(),
+            metadata_only: false,
         }
+    }
+
+    /// Read and compare this object by its metadata only; see
+    /// [`DesiredObject::metadata_only`].
+    #[must_use]
+    pub fn by_metadata(mut self) -> Self {
+        self.metadata_only = true;
+        self
     }
 
     /// Release `path` to another controller once the object exists; see

@@ -284,6 +284,7 @@ pub struct Counters(
     Mutex<BTreeMap<CountKey, u64>>,
     Mutex<BTreeMap<String, u64>>,
     Mutex<PerClient>,
+    Mutex<BTreeMap<String, u64>>,
 );
 
 fn is_write(verb: &str) -> bool {
@@ -430,6 +431,26 @@ impl Counters {
             .sum()
     }
 
+    /// Count one successful read of an object's metadata only (`PartialObjectMetadata`).
+    pub fn record_metadata_read(&self, resource: &str) {
+        *self
+            .3
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(resource.to_owned())
+            .or_default() += 1;
+    }
+
+    /// Successful reads of `resource` that returned metadata only (also counted as `get`).
+    pub fn metadata_reads(&self, resource: &str) -> u64 {
+        self.3
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(resource)
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// Forget every count.
     pub fn reset(&self) {
         self.0
@@ -444,6 +465,10 @@ impl Counters {
             .2
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = PerClient::default();
+        self.3
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 }
 

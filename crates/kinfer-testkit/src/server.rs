@@ -290,6 +290,15 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    // `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`: a read of the
+    // metadata only (a Secret's data stays on the server), as the real server answers it.
+    let metadata_only = verb == "get"
+        && target.sub.is_none()
+        && req
+            .headers()
+            .get(hyper::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("as=PartialObjectMetadata"));
     let content_type = req
         .headers()
         .get(hyper::header::CONTENT_TYPE)
@@ -324,6 +333,17 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     });
     let mut message = None;
     let resp = match answer {
+        Ok(Answer::Json(200, v)) if metadata_only => {
+            state.counters.record_metadata_read(&resource);
+            json_response(
+                200,
+                &serde_json::json!({
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "PartialObjectMetadata",
+                    "metadata": v.get("metadata").cloned().unwrap_or_default(),
+                }),
+            )
+        }
         Ok(Answer::Json(code, v)) => json_response(code, &v),
         Ok(Answer::Text(t)) => full(200, "text/plain", t),
         Ok(Answer::Watch(rx)) => watch_response(rx, cut_after),

@@ -1,4 +1,5 @@
-//! What a no-op reconcile of a ModelService sends: one GET of its token Secret, nothing else.
+//! What a no-op reconcile of a ModelService sends: one GET of its token Secret's metadata,
+//! nothing else.
 //! Its namespaced children come from
 //! the controllers' label-scoped watch caches, and so does its cluster-scoped metrics-auth
 //! ClusterRole and ClusterRoleBinding (applied without an owner reference, labelled with their
@@ -68,4 +69,9 @@ async fn a_reconcile_of_an_unchanged_model_service_sends_only_the_token_secret_r
     let sent = requests_of_a_noop_reconcile(&h, "noop").await;
     let expected: BTreeMap<String, u64> = [("get secrets 200".to_owned(), 1)].into();
     assert_eq!(sent, expected, "requests of a no-op reconcile");
+    assert_eq!(
+        h.cluster.counters().metadata_reads("secrets"),
+        1,
+        "the token never reaches the operator: the Secret is read as metadata only"
+    );
 }

@@ -17,7 +17,9 @@
 //!   reads the object by name even while the store still serves the stale copy (a foreign
 //!   replacement is then `NameTaken`; one of ours, or none, is applied). An object of a kind
 //!   nobody watches (a token Secret when Secrets are not watched) is read by name on every
-//!   reconcile: nothing else would show it gone or changed. A live object being deleted is
+//!   reconcile: nothing else would show it gone or changed. An object planned
+//!   [`crate::DesiredObject::by_metadata`] is read as metadata only (a Secret's data never
+//!   reaches the operator) and compared on its metadata. A live object being deleted is
 //!   left alone until it is gone. A read by name that fails (without `Retry-After`) skips
 //!   only its own object: the others are still applied (so an attempt at 10% failed requests
 //!   still makes progress, and the reconcile fails and is retried) but nothing is deleted
@@ -103,6 +105,32 @@ struct Prepared {
     /// the server refuses it (`metadata.uid` is immutable) when the object was replaced since
     /// the store saw it, instead of the apply taking over a foreign object of that name.
     pinned: Option<String>,
+    /// Compared on its metadata only ([`crate::DesiredObject::metadata_only`]).
+    metadata_only: bool,
+}
+
+/// `object` as a metadata read shows it: `apiVersion`, `kind` and `metadata`, with every
+/// `managedFields` entry cut to its `f:metadata` (so the fields we own outside it, which the
+/// read does not show, are not taken as fields the apply would remove).
+fn metadata_view(object: &Value) -> Value {
+    let mut view = serde_json::Map::new();
+    for key in ["apiVersion", "kind", "metadata"] {
+        if let Some(v) = object.get(key) {
+            view.insert(key.to_owned(), v.clone());
+        }
+    }
+    let mut view = Value::Object(view);
+    if let Some(entries) = view
+        .pointer_mut("/metadata/managedFields")
+        .and_then(Value::as_array_mut)
+    {
+        for e in entries {
+            if let Some(fields) = e.get_mut("fieldsV1").and_then(Value::as_object_mut) {
+                fields.retain(|k, _| k == "f:metadata");
+            }
+        }
+    }
+    view
 }
 
 /// Where a planned object missing from the listed children was found.
@@ -219,7 +247,11 @@ impl<P: Pipeline> Engine<P> {
                         pinned.clone_from(&cached.metadata.uid);
                         live = Some(*cached);
                     }
-                    Found::Unknown => match apply::get(&self.client, &desired.kind, k).await {
+                    Found::Unknown => match if desired.metadata_only {
+                        apply::get_metadata(&self.client, &desired.kind, k).await
+                    } else {
+                        apply::get(&self.client, &desired.kind, k).await
+                    } {
                         Ok(Some(found)) if !self.is_ours(obj, parent, &found) => {
                             out.errors.push(ApplyError::NameTaken { child: k.clone() });
                             continue;
@@ -273,6 +305,7 @@ impl<P: Pipeline> Engine<P> {
                         live,
                         released,
                         pinned,
+                        metadata_only: desired.metadata_only,
                     });
                 }
                 Err(e) => out.errors.push(e),
@@ -315,10 +348,17 @@ impl<P: Pipeline> Engine<P> {
             let same_body = self.memory.applied(parent_key, &p.key) == Some(hash);
             let unchanged = live.as_ref().is_some_and(|l| {
                 serde_json::to_value(l).is_ok_and(|lv| {
-                    if same_body {
-                        !crate::diff::needs_apply_pruned(&p.body, &lv, &scheme.manager)
+                    let differs = |body: &Value, lv: &Value| {
+                        if same_body {
+                            crate::diff::needs_apply_pruned(body, lv, &scheme.manager)
+                        } else {
+                            crate::diff::needs_apply(body, lv, &scheme.manager)
+                        }
+                    };
+                    if p.metadata_only {
+                        !differs(&metadata_view(&p.body), &metadata_view(&lv))
                     } else {
-                        !crate::diff::needs_apply(&p.body, &lv, &scheme.manager)
+                        !differs(&p.body, &lv)
                     }
                 })
             });

@@ -85,7 +85,8 @@ pub fn build(r: &Resolved, cluster_rbac: bool) -> Result<Desired, BuildError> {
         .push(DesiredObject::from_typed(&bundle.role_binding)?);
     if let Some(secret) = &bundle.token_secret {
         d.unwatched = true;
-        d.owned.push(DesiredObject::from_typed(secret)?);
+        d.owned
+            .push(DesiredObject::from_typed(secret)?.by_metadata());
     }
     if let Some(sm) = &bundle.service_monitor {
         d.owned.push(DesiredObject::from_typed(sm)?);
