@@ -23,7 +23,7 @@
 //!   [`Credentials`] and [`PullSecret`] redact secret material in `Debug`; caches and clients
 //!   are keyed by an HMAC of the credentials under a random per-process key, also redacted.
 //! - Where credentials go: Basic credentials are sent to the registry host itself, and — when
-//!   the registry answers with a `Bearer` challenge — by `oci-client` to the token `realm` URL
+//!   the registry answers with a `Bearer` challenge — to the token `realm` URL
 //!   that the registry names, whatever host that is (Docker's and containerd's behaviour too).
 //!   A registry is thus trusted with the choice of its token service; a pull secret should only
 //!   hold credentials for the registry it is keyed by. Bearer tokens (`registrytoken`) are sent
@@ -83,17 +83,6 @@ impl Credentials {
             }
         }
         Fingerprint::Keyed(hmac_sha256(process_key(), &message))
-    }
-
-    pub(crate) fn to_oci(&self) -> oci_client::secrets::RegistryAuth {
-        use oci_client::secrets::RegistryAuth;
-        match self {
-            Self::Anonymous => RegistryAuth::Anonymous,
-            Self::Basic { username, password } => {
-                RegistryAuth::Basic(username.clone(), password.clone())
-            }
-            Self::Bearer(token) => RegistryAuth::Bearer(token.clone()),
-        }
     }
 }
 

@@ -22,13 +22,14 @@
 use std::collections::HashSet;
 
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, WWW_AUTHENTICATE};
+use reqwest::header::HeaderMap;
 use serde::Deserialize;
 
 use crate::auth::Credentials;
 use crate::client::Transport;
 use crate::error::OciError;
 use crate::reference::{DOCKER_HUB, ImageReference};
+use crate::registry::{self, Auth, bearer_challenge, token};
 use crate::tags::{Paging, next_link, read_page};
 
 /// Docker Hub's web API, which lists a namespace's repositories.
@@ -64,21 +65,6 @@ struct HubRepository {
     name: String,
     #[serde(default)]
     namespace: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct TokenAnswer {
-    #[serde(default)]
-    token: Option<String>,
-    #[serde(default)]
-    access_token: Option<String>,
-}
-
-/// A `Bearer` challenge's parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Challenge {
-    pub realm: String,
-    pub service: Option<String>,
 }
 
 /// Every repository of `target` (see the module contract).
@@ -124,9 +110,15 @@ pub(crate) async fn list_repositories(
         let (mut status, mut headers, mut body) = get(http, &url, &authorization).await?;
         if status == StatusCode::UNAUTHORIZED && matches!(authorization, Auth::None) {
             let answer = match (bearer_challenge(&headers), credentials) {
-                (Some(challenge), _) => Some(Auth::Bearer(
-                    token(http, &challenge, credentials, &shown).await?,
-                )),
+                (Some(challenge), _) => {
+                    let target = registry::Target {
+                        scheme: transport.scheme(host),
+                        host,
+                        scope: "registry:catalog:*",
+                        shown: &shown,
+                    };
+                    Some(token(http, &challenge, target, credentials).await?.0)
+                }
                 (None, Credentials::Basic { username, password }) => {
                     Some(Auth::Basic(username.clone(), password.clone()))
                 }
@@ -161,26 +153,12 @@ pub(crate) async fn list_repositories(
     })
 }
 
-enum Auth {
-    None,
-    Basic(String, String),
-    Bearer(String),
-}
-
 async fn get(
     http: &reqwest::Client,
     url: &reqwest::Url,
     auth: &Auth,
 ) -> Result<(StatusCode, HeaderMap, Vec<u8>), OciError> {
-    let request = match auth {
-        Auth::None => http.get(url.clone()),
-        Auth::Basic(user, password) => http.get(url.clone()).basic_auth(user, Some(password)),
-        Auth::Bearer(token) => http.get(url.clone()).bearer_auth(token),
-    };
-    let response = request
-        .send()
-        .await
-        .map_err(|e| OciError::from_reqwest(url.as_str(), &e))?;
+    let response = registry::send(http.get(url.clone()), auth, url.as_str()).await?;
     read_page(response, url.as_str()).await
 }
 
@@ -228,95 +206,6 @@ fn dedup_bounded(names: Vec<String>, max: usize, shown: &str) -> Result<Vec<Stri
         }
     }
     Ok(out)
-}
-
-/// The `Bearer` challenge of a `WWW-Authenticate` header, if any.
-pub(crate) fn bearer_challenge(headers: &HeaderMap) -> Option<Challenge> {
-    headers
-        .get_all(WWW_AUTHENTICATE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| {
-            let (scheme, params) = v.trim().split_once(' ')?;
-            if !scheme.eq_ignore_ascii_case("bearer") {
-                return None;
-            }
-            let mut realm = None;
-            let mut service = None;
-            for (key, value) in challenge_params(params) {
-                match key.to_ascii_lowercase().as_str() {
-                    "realm" => realm = Some(value),
-                    "service" => service = Some(value),
-                    _ => {}
-                }
-            }
-            Some(Challenge {
-                realm: realm?,
-                service,
-            })
-        })
-}
-
-/// `realm="https://a/token",service="reg",scope="x:y:z"` → pairs (quoted values may hold commas).
-fn challenge_params(params: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut rest = params.trim();
-    while let Some((key, after)) = rest.split_once('=') {
-        let key = key.trim().trim_start_matches(',').trim().to_owned();
-        let after = after.trim_start();
-        let (value, tail) = if let Some(quoted) = after.strip_prefix('"') {
-            match quoted.find('"') {
-                Some(end) => (quoted[..end].to_owned(), &quoted[end + 1..]),
-                None => (quoted.to_owned(), ""),
-            }
-        } else {
-            match after.find(',') {
-                Some(end) => (after[..end].trim().to_owned(), &after[end..]),
-                None => (after.trim().to_owned(), ""),
-            }
-        };
-        out.push((key, value));
-        rest = tail.trim_start().trim_start_matches(',');
-    }
-    out
-}
-
-/// A token for scope `registry:catalog:*` from the challenge's realm.
-async fn token(
-    http: &reqwest::Client,
-    challenge: &Challenge,
-    credentials: &Credentials,
-    shown: &str,
-) -> Result<String, OciError> {
-    let mut url = reqwest::Url::parse(&challenge.realm).map_err(|e| OciError::Registry {
-        reference: shown.to_owned(),
-        status: None,
-        message: format!("token realm {:?} is not a URL: {e}", challenge.realm),
-    })?;
-    {
-        let mut query = url.query_pairs_mut();
-        if let Some(service) = &challenge.service {
-            query.append_pair("service", service);
-        }
-        query.append_pair("scope", "registry:catalog:*");
-    }
-    let auth = match credentials {
-        Credentials::Basic { username, password } => {
-            Auth::Basic(username.clone(), password.clone())
-        }
-        _ => Auth::None,
-    };
-    let (status, _, body) = get(http, &url, &auth).await?;
-    let answer: TokenAnswer = decode(status, &body, shown, "token realm answer")?;
-    answer
-        .token
-        .or(answer.access_token)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| OciError::Unauthorized {
-            reference: shown.to_owned(),
-            status: None,
-            message: "token realm answered without a token".to_owned(),
-        })
 }
 
 /// Docker Hub: the repositories of the prefix's namespace.

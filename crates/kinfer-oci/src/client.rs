@@ -1,39 +1,43 @@
-//! Registry access through `oci-client`: manifest digests, manifests and config blobs.
+//! Manifest digests, manifests and config blobs, over the project's own registry client
+//! ([`crate::registry`]).
 //!
 //! Contract:
 //! - Reads only manifests and the config blob; layers are never fetched.
-//! - The config blob is read into a buffer capped at its declared size (at most
-//!   `MAX_CONFIG_BYTES`, 8 MiB): the read stops as soon as the registry sends more, and a
+//! - Manifests and image indexes are read within [`registry::MAX_MANIFEST_BYTES`]; a larger one
+//!   is [`OciError::UnsupportedImage`]. The config blob is read within its declared size (at
+//!   most `MAX_CONFIG_BYTES`, 8 MiB): the read stops as soon as the registry sends more, and a
 //!   negative declared size is rejected. Both are [`OciError::UnsupportedImage`].
-//! - Image indexes resolve to the `linux/amd64` entry, else the first entry.
+//! - What is fetched by digest (a platform manifest named by an index, a manifest asked for by
+//!   digest, the config blob) must hash to it (sha256 or sha512), else the registry is not
+//!   trusted: Infrastructure. A manifest fetched by tag is named by the hash of the bytes read.
+//! - Image indexes resolve to the `linux/amd64` entry, else the first entry; an empty index and
+//!   a manifest without a config (Docker schema 1, artifacts) are
+//!   [`OciError::UnsupportedImage`].
 //! - HTTPS always, except for the hosts listed as insecure (explicit opt-in), which use plain
-//!   HTTP.
-//! - One `oci-client` client per (API host, credential fingerprint): `oci-client` remembers the
-//!   first credentials it sees per registry, so sharing one client across credentials would
-//!   send the wrong ones. The pool is bounded; when full the least recently used client goes.
-//! - HTTP or HTTPS per API host is decided once, by [`Transport::scheme`] (plain HTTP only for
-//!   the configured insecure registries, compared lower-cased like reference hosts).
-//! - Every `oci-client` error is classified into [`OciError`] here.
+//!   HTTP: decided once per API host by [`Transport::scheme`] (compared lower-cased like
+//!   reference hosts).
+//! - Requests carry the authorization [`registry::authorization`] finds for scope
+//!   `repository:<name>:pull`.
 
 use std::collections::BTreeMap;
-use std::pin::Pin;
-use std::sync::Mutex;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
-use oci_client::Client;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::manifest::ImageIndexEntry;
+use reqwest::header::{ACCEPT, HeaderValue};
 use serde::Deserialize;
+use sha2::Digest as _;
 
-use crate::auth::{Credentials, Fingerprint};
-use crate::cache::{Lru, lock};
+use crate::auth::Credentials;
 use crate::error::OciError;
 use crate::reference::ImageReference;
+use crate::registry::{self, Auth, MAX_MANIFEST_BYTES, ReadError, Tokens, read_limited};
 
-const MAX_CLIENTS: usize = 64;
 /// Config blobs are small JSON documents; anything larger is not an image config.
 const MAX_CONFIG_BYTES: i64 = 8 * 1024 * 1024;
+
+/// The manifest types asked for, image indexes included.
+const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, \
+    application/vnd.docker.distribution.manifest.v2+json, \
+    application/vnd.oci.image.index.v1+json, \
+    application/vnd.docker.distribution.manifest.list.v2+json";
 
 /// The manifest and config of one image, as read from the registry.
 #[derive(Debug)]
@@ -46,34 +50,24 @@ pub(crate) struct FetchedConfig {
     pub labels: BTreeMap<String, String>,
 }
 
-/// Transport settings shared by every pooled client.
+/// Transport settings.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
     /// Lower-cased, like the hosts of parsed references.
     insecure_registries: Vec<String>,
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
 }
 
 impl Transport {
-    pub fn new(
-        insecure_registries: &[String],
-        connect_timeout: Duration,
-        read_timeout: Duration,
-    ) -> Self {
+    pub fn new(insecure_registries: &[String]) -> Self {
         Self {
             insecure_registries: insecure_registries
                 .iter()
                 .map(|h| h.trim().to_ascii_lowercase())
                 .collect(),
-            connect_timeout,
-            read_timeout,
         }
     }
 
-    /// The one place that decides between HTTP and HTTPS for `host` (an API host): the pooled
-    /// `oci-client` clients are per host and get this scheme as their protocol, and tag listing
-    /// builds its URLs with it.
+    /// The one place that decides between HTTP and HTTPS for `host` (an API host).
     pub fn scheme(&self, host: &str) -> &'static str {
         if self.insecure_registries.iter().any(|h| h == host) {
             "http"
@@ -81,34 +75,13 @@ impl Transport {
             "https"
         }
     }
-
-    fn protocol(&self, host: &str) -> ClientProtocol {
-        match self.scheme(host) {
-            "http" => ClientProtocol::Http,
-            _ => ClientProtocol::Https,
-        }
-    }
-}
-
-/// A pool of `oci-client` clients keyed by API host and credentials.
-pub(crate) struct ClientPool {
-    transport: Transport,
-    clients: Mutex<Lru<(String, Fingerprint), Client>>,
-}
-
-impl std::fmt::Debug for ClientPool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientPool")
-            .field("transport", &self.transport)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Installs ring as rustls's process-wide crypto provider unless one is installed already.
 ///
-/// reqwest and oci-client are built without a provider of their own (the workspace keeps a
-/// single TLS provider, the ring one kube uses) and read the process default when a client is
-/// built. Installing is idempotent: a second call, or a provider installed by the binary, wins.
+/// reqwest is built without a provider of its own (the workspace keeps a single TLS provider,
+/// the ring one kube uses) and reads the process default when a client is built. Installing is
+/// idempotent: a second call, or a provider installed by the binary, wins.
 pub fn ensure_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Err means another thread installed one first, which is just as good.
@@ -116,97 +89,296 @@ pub fn ensure_crypto_provider() {
     }
 }
 
-impl ClientPool {
-    pub fn new(transport: Transport) -> Self {
-        ensure_crypto_provider();
-        Self {
-            transport,
-            clients: Mutex::new(Lru::new(MAX_CLIENTS)),
-        }
-    }
+/// What reads an image: the HTTP client, the transport rules and the authorization cache.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Registry<'a> {
+    pub http: &'a reqwest::Client,
+    pub transport: &'a Transport,
+    pub tokens: &'a Tokens,
+}
 
-    pub fn transport(&self) -> &Transport {
-        &self.transport
-    }
+/// One image's repository on one registry, with its authorization.
+struct Repository<'a> {
+    http: &'a reqwest::Client,
+    base: String,
+    auth: Auth,
+    shown: String,
+}
 
-    /// The pooled client for (`host`, `credentials`); when the pool is full the least recently
-    /// used client is dropped (its in-flight requests keep their own handle).
-    pub fn client(&self, host: &str, credentials: &Credentials) -> Client {
-        let key = (host.to_owned(), credentials.fingerprint());
-        let mut clients = lock(&self.clients);
-        if let Some(client) = clients.get_value(&key) {
-            return client.clone();
-        }
-        let config = ClientConfig {
-            protocol: self.transport.protocol(host),
-            platform_resolver: Some(Box::new(linux_amd64_or_first)),
-            connect_timeout: Some(self.transport.connect_timeout),
-            read_timeout: Some(self.transport.read_timeout),
-            ..ClientConfig::default()
+impl Repository<'_> {
+    async fn open<'a>(
+        registry: Registry<'a>,
+        reference: &ImageReference,
+        credentials: &Credentials,
+    ) -> Result<Repository<'a>, OciError> {
+        let host = reference.api_host();
+        let shown = reference.to_string();
+        let scope = format!("repository:{}:pull", reference.repository());
+        let scheme = registry.transport.scheme(host);
+        let target = registry::Target {
+            scheme,
+            host,
+            scope: &scope,
+            shown: &shown,
         };
-        let client = Client::new(config);
-        clients.insert(key, client.clone(), Instant::now());
-        client
+        let auth =
+            registry::authorization(registry.http, registry.tokens, target, credentials).await?;
+        Ok(Repository {
+            http: registry.http,
+            base: format!("{scheme}://{host}/v2/{}", reference.repository()),
+            auth,
+            shown,
+        })
     }
 
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        lock(&self.clients).len()
+    fn url(&self, path: &str) -> Result<reqwest::Url, OciError> {
+        reqwest::Url::parse(&format!("{}/{path}", self.base)).map_err(|e| OciError::Registry {
+            reference: self.shown.clone(),
+            status: None,
+            message: format!("cannot build a registry URL: {e}"),
+        })
+    }
+
+    /// `GET`s `path`, answering at most `limit` bytes; an answer other than 2xx is an error.
+    async fn get(
+        &self,
+        path: &str,
+        accept: Option<&'static str>,
+        limit: usize,
+        what: &str,
+    ) -> Result<Result<(reqwest::header::HeaderMap, Vec<u8>), ReadError>, OciError> {
+        let mut request = self.http.get(self.url(path)?);
+        if let Some(accept) = accept {
+            request = request.header(ACCEPT, HeaderValue::from_static(accept));
+        }
+        let response = registry::send(request, &self.auth, &self.shown).await?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = registry::error_body(response).await;
+            return Err(OciError::from_status(&self.shown, status.as_u16(), &body));
+        }
+        tracing::trace!(image = %self.shown, %what, "reading");
+        let headers = response.headers().clone();
+        Ok(read_limited(response, limit).await.map(|b| (headers, b)))
+    }
+
+    /// The manifest (or index) `reference` names, within [`MAX_MANIFEST_BYTES`].
+    async fn manifest(&self, reference: &str) -> Result<Vec<u8>, OciError> {
+        match self
+            .get(
+                &format!("manifests/{reference}"),
+                Some(MANIFEST_TYPES),
+                MAX_MANIFEST_BYTES,
+                "manifest",
+            )
+            .await?
+        {
+            Ok((_, body)) => Ok(body),
+            Err(ReadError::TooLarge) => Err(OciError::UnsupportedImage {
+                reference: self.shown.clone(),
+                reason: format!("manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
+            }),
+            Err(e) => Err(e.into_error(&self.shown, "manifest", MAX_MANIFEST_BYTES)),
+        }
+    }
+
+    /// Refuses `body` unless it hashes to `digest`.
+    fn verify(&self, digest: &str, body: &[u8], what: &str) -> Result<(), OciError> {
+        match digest_of(digest, body) {
+            Some(d) if d == digest => Ok(()),
+            _ => Err(OciError::Registry {
+                reference: self.shown.clone(),
+                status: None,
+                message: format!("the registry sent a {what} that does not match its digest"),
+            }),
+        }
     }
 }
 
-/// `linux/amd64`, else the first entry of the index.
-fn linux_amd64_or_first(entries: &[ImageIndexEntry]) -> Option<String> {
-    oci_client::client::linux_amd64_resolver(entries)
-        .or_else(|| entries.first().map(|e| e.digest.clone()))
+/// `body`'s digest in the algorithm of `like` (`sha256:` or `sha512:`); `None` for another.
+fn digest_of(like: &str, body: &[u8]) -> Option<String> {
+    match like.split_once(':')?.0 {
+        "sha256" => Some(format!(
+            "sha256:{}",
+            hex::encode(sha2::Sha256::digest(body))
+        )),
+        "sha512" => Some(format!(
+            "sha512:{}",
+            hex::encode(sha2::Sha512::digest(body))
+        )),
+        _ => None,
+    }
 }
 
-/// Resolves the reference's current digest with a manifest `HEAD` (a `GET` when the registry
-/// sends no digest header).
+fn sha256(body: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(body)))
+}
+
+/// What a manifest or an index says, as far as inspection needs it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Document {
+    #[serde(default)]
+    schema_version: Option<i64>,
+    #[serde(default)]
+    config: Option<Descriptor>,
+    #[serde(default)]
+    manifests: Option<Vec<IndexEntry>>,
+}
+
+#[derive(Deserialize)]
+struct Descriptor {
+    digest: String,
+    size: i64,
+}
+
+#[derive(Deserialize)]
+struct IndexEntry {
+    digest: String,
+    #[serde(default)]
+    platform: Option<Platform>,
+}
+
+#[derive(Deserialize)]
+struct Platform {
+    #[serde(default)]
+    architecture: String,
+    #[serde(default)]
+    os: String,
+}
+
+fn document(body: &[u8], shown: &str) -> Result<Document, OciError> {
+    let d: Document = serde_json::from_slice(body).map_err(|e| OciError::UnsupportedImage {
+        reference: shown.to_owned(),
+        reason: format!("manifest is not JSON: {e}"),
+    })?;
+    if d.schema_version != Some(2) {
+        return Err(OciError::UnsupportedImage {
+            reference: shown.to_owned(),
+            reason: format!(
+                "manifest schema version {} (only version 2 is supported)",
+                d.schema_version
+                    .map_or_else(|| "none".to_owned(), |v| v.to_string())
+            ),
+        });
+    }
+    Ok(d)
+}
+
+/// The `linux/amd64` entry of an index, else its first.
+fn linux_amd64_or_first(entries: &[IndexEntry]) -> Option<&IndexEntry> {
+    entries
+        .iter()
+        .find(|e| {
+            e.platform
+                .as_ref()
+                .is_some_and(|p| p.os == "linux" && p.architecture == "amd64")
+        })
+        .or_else(|| entries.first())
+}
+
+/// The reference's tag, or its digest when it has one.
+fn manifest_reference(reference: &ImageReference) -> String {
+    reference
+        .digest()
+        .or(reference.tag())
+        .unwrap_or("latest")
+        .to_owned()
+}
+
+/// Resolves the reference's current digest with a manifest `HEAD` (the hash of a `GET` when
+/// the registry sends no usable digest header).
 pub(crate) async fn resolve_digest(
-    client: &Client,
+    registry: Registry<'_>,
     reference: &ImageReference,
     credentials: &Credentials,
 ) -> Result<String, OciError> {
-    let shown = reference.to_string();
-    client
-        .fetch_manifest_digest(&reference.to_oci(), &credentials.to_oci())
-        .await
-        .map_err(|e| OciError::from_distribution(&shown, e))
+    let repo = Repository::open(registry, reference, credentials).await?;
+    let name = manifest_reference(reference);
+    let request = repo
+        .http
+        .head(repo.url(&format!("manifests/{name}"))?)
+        .header(ACCEPT, HeaderValue::from_static(MANIFEST_TYPES));
+    let response = registry::send(request, &repo.auth, &repo.shown).await?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(OciError::from_status(&repo.shown, status.as_u16(), ""));
+    }
+    let header = response
+        .headers()
+        .get("docker-content-digest")
+        .and_then(|v| v.to_str().ok())
+        .filter(|d| reference.with_digest(d).is_ok())
+        .map(str::to_owned);
+    if let Some(digest) = header {
+        return Ok(digest);
+    }
+    let body = repo.manifest(&name).await?;
+    Ok(match reference.digest() {
+        Some(d) => {
+            repo.verify(d, &body, "manifest")?;
+            d.to_owned()
+        }
+        None => sha256(&body),
+    })
 }
 
 /// Reads the manifest (resolving an index) and the config blob's labels.
 pub(crate) async fn fetch_config(
-    client: &Client,
+    registry: Registry<'_>,
     reference: &ImageReference,
     credentials: &Credentials,
 ) -> Result<FetchedConfig, OciError> {
-    let shown = reference.to_string();
-    let oci_ref = reference.to_oci();
-    let (manifest, manifest_digest, index_digest) = client
-        .pull_image_manifest_and_list_digest(&oci_ref, &credentials.to_oci())
-        .await
-        .map_err(|e| OciError::from_distribution(&shown, e))?;
-    let limit =
-        config_limit(manifest.config.size).map_err(|reason| OciError::UnsupportedImage {
-            reference: shown.clone(),
-            reason,
-        })?;
-    let mut blob = LimitedBuffer::new(limit);
-    let pulled = client
-        .pull_blob(&oci_ref, &manifest.config, &mut blob)
-        .await;
-    if blob.overflowed {
-        return Err(OciError::UnsupportedImage {
-            reference: shown,
-            reason: format!(
-                "config blob is larger than {limit} bytes (declared {} bytes)",
-                manifest.config.size
-            ),
-        });
-    }
-    pulled.map_err(|e| OciError::from_distribution(&shown, e))?;
-    let blob = blob.bytes;
+    let repo = Repository::open(registry, reference, credentials).await?;
+    let shown = repo.shown.clone();
+    let body = repo.manifest(&manifest_reference(reference)).await?;
+    let first_digest = match reference.digest() {
+        Some(d) => {
+            repo.verify(d, &body, "manifest")?;
+            d.to_owned()
+        }
+        None => sha256(&body),
+    };
+    let first = document(&body, &shown)?;
+    let (manifest, manifest_digest, index_digest) = match first.manifests {
+        Some(entries) => {
+            let entry =
+                linux_amd64_or_first(&entries).ok_or_else(|| OciError::UnsupportedImage {
+                    reference: shown.clone(),
+                    reason: "image index has no manifests".to_owned(),
+                })?;
+            let body = repo.manifest(&entry.digest).await?;
+            repo.verify(&entry.digest, &body, "platform manifest")?;
+            let manifest = document(&body, &shown)?;
+            (manifest, entry.digest.clone(), Some(first_digest))
+        }
+        None => (first, first_digest, None),
+    };
+    let config = manifest.config.ok_or_else(|| OciError::UnsupportedImage {
+        reference: shown.clone(),
+        reason: "manifest has no config (not a container image)".to_owned(),
+    })?;
+    let limit = config_limit(config.size).map_err(|reason| OciError::UnsupportedImage {
+        reference: shown.clone(),
+        reason,
+    })?;
+    let blob = match repo
+        .get(&format!("blobs/{}", config.digest), None, limit, "config")
+        .await?
+    {
+        Ok((_, blob)) => blob,
+        Err(ReadError::TooLarge) => {
+            return Err(OciError::UnsupportedImage {
+                reference: shown,
+                reason: format!(
+                    "config blob is larger than {limit} bytes (declared {} bytes)",
+                    config.size
+                ),
+            });
+        }
+        Err(e) => return Err(e.into_error(&shown, "config blob", limit)),
+    };
+    repo.verify(&config.digest, &blob, "config blob")?;
     let labels = config_labels(&blob).map_err(|reason| OciError::UnsupportedImage {
         reference: shown,
         reason,
@@ -232,52 +404,6 @@ pub(crate) fn config_limit(declared: i64) -> Result<usize, String> {
         ));
     }
     usize::try_from(declared).map_err(|_| format!("config blob is {declared} bytes"))
-}
-
-/// An in-memory sink that refuses to grow past `limit`: the write fails as soon as the
-/// registry sends more than allowed, so an oversized or endless blob is never buffered.
-#[derive(Debug)]
-pub(crate) struct LimitedBuffer {
-    pub bytes: Vec<u8>,
-    pub limit: usize,
-    pub overflowed: bool,
-}
-
-impl LimitedBuffer {
-    pub fn new(limit: usize) -> Self {
-        Self {
-            bytes: Vec::new(),
-            limit,
-            overflowed: false,
-        }
-    }
-
-    fn push(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if buf.len() > self.limit - self.bytes.len() {
-            self.overflowed = true;
-            return Err(std::io::Error::other("blob exceeds its size limit"));
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-}
-
-impl tokio::io::AsyncWrite for LimitedBuffer {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Poll::Ready(self.get_mut().push(buf))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
 }
 
 /// The `config.Labels` of an image config blob (`null` and missing mean none).

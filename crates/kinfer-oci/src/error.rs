@@ -6,18 +6,18 @@
 //!   a controller needs to decide between "fix the spec", "fix the credentials", "wait for the
 //!   upstream object" and "retry later". The mapping is stable and documented per variant.
 //! - Registry failures are classified from what the registry said (HTTP status and OCI error
-//!   codes), then from the transport (timeouts, connection failures), never from guesses. The
-//!   HTTP status decides when it is known; `oci-client` drops it for 4xx answers that carry an
-//!   OCI error body, and then the first error code decides by exact name — an empty error list
-//!   or an unknown code (`UNKNOWN`, vendor codes) is Infrastructure, not a guess.
-//! - No variant ever carries credentials: messages hold registry URLs, OCI error codes and the
-//!   registry's own error text only.
+//!   codes), then from the transport (timeouts, connection failures), never from guesses: 401
+//!   and 403 are Auth, 404 NotFound; another 4xx answer is decided by its first OCI error code,
+//!   by exact name (an empty error list or an unknown code, `UNKNOWN` or a vendor's, is
+//!   Infrastructure, not a guess); everything else is Infrastructure.
+//! - No variant ever carries credentials: messages hold registry URLs, OCI error codes and an
+//!   excerpt of the registry's own error text: at most 300 characters, control characters
+//!   replaced, so a registry cannot flood a tenant-visible status or forge lines in it.
 
 use std::fmt;
 use std::time::Duration;
 
 use kinfer_api::error::error_chain;
-use oci_client::errors::{OciDistributionError, OciErrorCode};
 
 use crate::reference::ReferenceError;
 
@@ -177,95 +177,28 @@ impl OciError {
     /// Classifies an HTTP error response (status and body) from a registry.
     pub(crate) fn from_status(reference: &str, status: u16, body: &str) -> Self {
         let reference = reference.to_owned();
-        let message = registry_message(body);
-        match status {
-            401 | 403 => Self::Unauthorized {
+        let (message, first_code) = registry_message(body);
+        let by_code = match status {
+            401 | 403 => Some(OciErrorCategory::Auth),
+            404 => Some(OciErrorCategory::NotFound),
+            400..=499 => first_code.as_deref().map(code_category),
+            _ => None,
+        };
+        match by_code {
+            Some(OciErrorCategory::Auth) => Self::Unauthorized {
                 reference,
                 status: Some(status),
                 message,
             },
-            404 => Self::NotFound { reference, message },
-            _ => Self::Registry {
+            Some(OciErrorCategory::NotFound) => Self::NotFound { reference, message },
+            Some(OciErrorCategory::InvalidSpec) => Self::UnsupportedImage {
+                reference,
+                reason: message,
+            },
+            Some(OciErrorCategory::Infrastructure) | None => Self::Registry {
                 reference,
                 status: Some(status),
                 message,
-            },
-        }
-    }
-
-    /// Classifies an error raised by `oci-client`.
-    pub(crate) fn from_distribution(reference: &str, err: OciDistributionError) -> Self {
-        let owned = reference.to_owned();
-        match err {
-            OciDistributionError::UnauthorizedError { .. } => Self::Unauthorized {
-                reference: owned,
-                status: Some(401),
-                message: "authentication required or credentials rejected".to_owned(),
-            },
-            OciDistributionError::AuthenticationFailure(message) => Self::Unauthorized {
-                reference: owned,
-                status: None,
-                message: format!("token exchange failed: {}", truncate(&message)),
-            },
-            OciDistributionError::ServerError { code, message, .. } => {
-                Self::from_status(reference, code, &message)
-            }
-            // oci-client raises this for 4xx answers with an OCI error body but does not pass
-            // the status on, so the first error code decides; an empty `errors` list or a code
-            // that says nothing (`UNKNOWN`, registry-specific names) is Infrastructure.
-            // Answers with any other status arrive as `ServerError { code }` and are
-            // classified by that status.
-            OciDistributionError::RegistryError { envelope, .. } => {
-                let message = envelope
-                    .errors
-                    .iter()
-                    .map(|e| format!("{}: {}", code_name(&e.code), e.message))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                match envelope.errors.first().map(|e| code_category(&e.code)) {
-                    Some(OciErrorCategory::Auth) => Self::Unauthorized {
-                        reference: owned,
-                        status: None,
-                        message,
-                    },
-                    Some(OciErrorCategory::NotFound) => Self::NotFound {
-                        reference: owned,
-                        message,
-                    },
-                    Some(OciErrorCategory::InvalidSpec) => Self::UnsupportedImage {
-                        reference: owned,
-                        reason: message,
-                    },
-                    Some(OciErrorCategory::Infrastructure) | None => Self::Registry {
-                        reference: owned,
-                        status: None,
-                        message,
-                    },
-                }
-            }
-            OciDistributionError::RequestError(e) => Self::from_reqwest(reference, &e),
-            OciDistributionError::ImageManifestNotFoundError(reason)
-            | OciDistributionError::ManifestParsingError(reason)
-            | OciDistributionError::VersionedParsingError(reason)
-            | OciDistributionError::UnsupportedMediaTypeError(reason)
-            | OciDistributionError::ConfigConversionError(reason) => Self::UnsupportedImage {
-                reference: owned,
-                reason,
-            },
-            OciDistributionError::UnsupportedSchemaVersionError(v) => Self::UnsupportedImage {
-                reference: owned,
-                reason: format!("manifest schema version {v} (only version 2 is supported)"),
-            },
-            OciDistributionError::ImageIndexParsingNoPlatformResolverError => {
-                Self::UnsupportedImage {
-                    reference: owned,
-                    reason: "image index without a platform resolver".to_owned(),
-                }
-            }
-            other => Self::Registry {
-                reference: owned,
-                status: None,
-                message: other.to_string(),
             },
         }
     }
@@ -290,40 +223,27 @@ impl OciError {
     }
 }
 
-fn code_name(code: &OciErrorCode) -> String {
-    match code {
-        OciErrorCode::Other(s) => s.clone(),
-        known => serde_json::to_value(known)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_else(|| format!("{known:?}")),
-    }
-}
-
-fn code_category(code: &OciErrorCode) -> OciErrorCategory {
-    match code {
-        OciErrorCode::Unauthorized | OciErrorCode::Denied => OciErrorCategory::Auth,
-        OciErrorCode::ManifestUnknown
-        | OciErrorCode::NameUnknown
-        | OciErrorCode::NotFound
-        | OciErrorCode::BlobUnknown
-        | OciErrorCode::ManifestBlobUnknown => OciErrorCategory::NotFound,
-        OciErrorCode::NameInvalid
-        | OciErrorCode::TagInvalid
-        | OciErrorCode::ManifestInvalid
-        | OciErrorCode::Unsupported => OciErrorCategory::InvalidSpec,
+/// The category an OCI error code names (distribution's spelling, matched exactly).
+fn code_category(code: &str) -> OciErrorCategory {
+    match code.to_ascii_uppercase().as_str() {
+        "UNAUTHORIZED" | "DENIED" | "FORBIDDEN" => OciErrorCategory::Auth,
+        "MANIFEST_UNKNOWN"
+        | "NAME_UNKNOWN"
+        | "NOT_FOUND"
+        | "BLOB_UNKNOWN"
+        | "MANIFEST_BLOB_UNKNOWN" => OciErrorCategory::NotFound,
+        "NAME_INVALID" | "TAG_INVALID" | "MANIFEST_INVALID" | "UNSUPPORTED" => {
+            OciErrorCategory::InvalidSpec
+        }
         // Registry-specific codes: only exact, unambiguous names count. Substring guesses
         // misfiled distribution's bare `UNKNOWN` ("unknown error") as NotFound.
-        OciErrorCode::Other(s) => match s.to_ascii_uppercase().as_str() {
-            "FORBIDDEN" => OciErrorCategory::Auth,
-            _ => OciErrorCategory::Infrastructure,
-        },
         _ => OciErrorCategory::Infrastructure,
     }
 }
 
-/// The first OCI error message of a registry error body, or the (truncated) body itself.
-fn registry_message(body: &str) -> String {
+/// The OCI error messages of a registry error body (or the cut body itself), and its first
+/// error code.
+fn registry_message(body: &str) -> (String, Option<String>) {
     #[derive(serde::Deserialize)]
     struct Envelope {
         errors: Vec<Entry>,
@@ -335,27 +255,32 @@ fn registry_message(body: &str) -> String {
         message: String,
     }
     match serde_json::from_str::<Envelope>(body) {
-        Ok(env) if !env.errors.is_empty() => env
-            .errors
-            .iter()
-            .map(|e| format!("{}: {}", e.code, e.message))
-            .collect::<Vec<_>>()
-            .join("; "),
-        _ if body.trim().is_empty() => "no details".to_owned(),
-        _ => truncate(body.trim()),
+        Ok(env) if !env.errors.is_empty() => {
+            let text = env
+                .errors
+                .iter()
+                .map(|e| format!("{}: {}", e.code, e.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            (truncate(&text), env.errors.first().map(|e| e.code.clone()))
+        }
+        _ if body.trim().is_empty() => ("no details".to_owned(), None),
+        _ => (truncate(body.trim()), None),
     }
 }
 
+/// At most 300 characters of `s`, control characters (newlines, escapes) replaced by spaces.
 fn truncate(s: &str) -> String {
     const MAX: usize = 300;
-    if s.len() <= MAX {
-        return s.to_owned();
+    let mut out: String = s
+        .chars()
+        .take(MAX)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if s.chars().nth(MAX).is_some() {
+        out.push('…');
     }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    out
 }
 
 #[cfg(test)]

@@ -28,10 +28,11 @@ use kinfer_api::aim::ImageMetadata;
 
 use crate::auth::{Credentials, PullSecret, credential_candidates};
 use crate::cache::{Clock, InspectionCache, Scope, SystemClock};
-use crate::client::{self, ClientPool, Transport};
+use crate::client::{self, Registry, Transport};
 use crate::error::{OciError, OciErrorCategory};
 use crate::labels::parse_image_metadata;
 use crate::reference::ImageReference;
+use crate::registry::Tokens;
 use crate::tags::{self, Paging};
 
 /// Total bytes of label keys and values an inspection keeps (and caches). AIM images carry a
@@ -147,7 +148,8 @@ pub struct CachedEntries {
 /// method takes `&self`.
 pub struct Inspector {
     config: InspectorConfig,
-    pool: ClientPool,
+    transport: Transport,
+    tokens: Tokens,
     http: reqwest::Client,
     cache: Mutex<InspectionCache<Cached>>,
     clock: Arc<dyn Clock>,
@@ -170,22 +172,14 @@ impl Inspector {
 
     /// An inspector on the given clock (tests move a [`crate::ManualClock`] past the TTL).
     pub fn with_clock(config: InspectorConfig, clock: Arc<dyn Clock>) -> Result<Self, OciError> {
-        crate::client::ensure_crypto_provider();
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
-            .user_agent(concat!("kinfer-oci/", env!("CARGO_PKG_VERSION")))
-            .build()
+        let http = crate::registry::http_client(config.connect_timeout, config.read_timeout)
             .map_err(|e| OciError::from_reqwest("(client setup)", &e))?;
-        let pool = ClientPool::new(Transport::new(
-            &config.insecure_registries,
-            config.connect_timeout,
-            config.read_timeout,
-        ));
+        let transport = Transport::new(&config.insecure_registries);
         let cache = Mutex::new(InspectionCache::new(config.cache_capacity, config.tag_ttl));
         Ok(Self {
             config,
-            pool,
+            transport,
+            tokens: Tokens::default(),
             http,
             cache,
             clock,
@@ -243,8 +237,7 @@ impl Inspector {
         self.bounded(
             repository.name(),
             tags::list_tags(
-                &self.http,
-                &self.pool,
+                (&self.http, &self.transport, &self.tokens),
                 repository,
                 credentials,
                 self.paging(),
@@ -279,7 +272,7 @@ impl Inspector {
             registry.to_owned(),
             crate::catalog::list_repositories(
                 &self.http,
-                self.pool.transport(),
+                &self.transport,
                 target,
                 credentials,
                 self.paging(),
@@ -349,7 +342,7 @@ impl Inspector {
             repository: reference.repository().to_owned(),
             credentials: credentials.fingerprint(),
         };
-        let client = self.pool.client(reference.api_host(), credentials);
+        let client = self.registry();
         let served = |cached: Cached| cached.map_err(|f| f.into_error(reference));
 
         if let Some(digest) = reference.digest() {
@@ -358,7 +351,7 @@ impl Inspector {
                 return served(hit);
             }
             return self
-                .fetch(&client, reference, credentials, &scope, None)
+                .fetch(client, reference, credentials, &scope, None)
                 .await;
         }
 
@@ -368,7 +361,7 @@ impl Inspector {
         let Some(known) = known else {
             tracing::debug!(image = %reference, "tag not cached; fetching");
             return self
-                .fetch(&client, reference, credentials, &scope, Some(tag))
+                .fetch(client, reference, credentials, &scope, Some(tag))
                 .await;
         };
         if known.fresh
@@ -378,7 +371,7 @@ impl Inspector {
             return served(hit);
         }
 
-        let digest = match client::resolve_digest(&client, reference, credentials).await {
+        let digest = match client::resolve_digest(client, reference, credentials).await {
             Ok(digest) => digest,
             Err(e) if e.category() == OciErrorCategory::Infrastructure => {
                 // The registry is unreachable, not saying "no": what the tag pointed at last is
@@ -409,7 +402,7 @@ impl Inspector {
                 status: None,
                 message: format!("registry returned an invalid digest: {e}"),
             })?;
-        self.fetch(&client, &pinned, credentials, &scope, Some(tag))
+        self.fetch(client, &pinned, credentials, &scope, Some(tag))
             .await
     }
 
@@ -417,7 +410,7 @@ impl Inspector {
     /// a label failure) is cached under its digest.
     async fn fetch(
         &self,
-        client: &oci_client::Client,
+        client: Registry<'_>,
         reference: &ImageReference,
         credentials: &Credentials,
         scope: &Scope,
@@ -445,6 +438,14 @@ impl Inspector {
         }
         drop(cache);
         result.map_err(|f| f.into_error(reference))
+    }
+
+    fn registry(&self) -> Registry<'_> {
+        Registry {
+            http: &self.http,
+            transport: &self.transport,
+            tokens: &self.tokens,
+        }
     }
 
     fn cache(&self) -> MutexGuard<'_, InspectionCache<Cached>> {

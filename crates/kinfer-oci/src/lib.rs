@@ -32,17 +32,15 @@
 //!
 //! # Resource limits
 //!
-//! What a registry sends is bounded where this crate reads it: config blobs stop at their
-//! declared size (at most 8 MiB), tag list pages at 4 MiB and the tag list at
-//! [`InspectorConfig::max_tags`], labels at [`MAX_LABEL_BYTES`] (256 KiB) in total — so the
-//! cache is bounded in bytes as well as entries — and every call at
-//! [`InspectorConfig::timeout`]. Pull-secret host globs match in O(n·m).
-//!
-//! **Known gap:** manifests (and image indexes) are read by `oci-client`, which buffers the
-//! whole response body (`Response::bytes`) before parsing it; its token-exchange response is
-//! read the same way. A hostile registry can therefore make one call buffer a large body until
-//! the call's timeout fires. Closing it means fetching manifests with our own size-limited
-//! reader (re-implementing `oci-client`'s auth handshake), which is not done yet.
+//! What a registry sends is bounded where this crate reads it, on the project's own HTTP
+//! client (no registry library in between): manifests and image indexes at 4 MiB, token
+//! answers and error bodies at 64 KiB (only a short, sanitised excerpt of an error body reaches
+//! an error message), config blobs at their declared size (at most 8 MiB), tag list pages at
+//! 4 MiB and the tag list at [`InspectorConfig::max_tags`], labels at [`MAX_LABEL_BYTES`]
+//! (256 KiB) in total — so the cache is bounded in bytes as well as entries — and every call
+//! at [`InspectorConfig::timeout`]. Redirects never go from HTTPS to plain HTTP, and a
+//! registry on HTTPS cannot send credentials to a token realm on plain HTTP. What is fetched
+//! by digest is verified against it. Pull-secret host globs match in O(n·m).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kinfer_oci::OciError> {
@@ -65,6 +63,7 @@ mod inspector;
 mod labels;
 mod pydict;
 mod reference;
+mod registry;
 mod tags;
 #[cfg(feature = "test-support")]
 pub mod test_support;

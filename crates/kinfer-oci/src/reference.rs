@@ -10,7 +10,7 @@
 //!   The API host of `docker.io` is `registry-1.docker.io` ([`ImageReference::api_host`]).
 //! - Repository components are lower-case `[a-z0-9]+` joined by `.`, `_`, `__` or `-+`; the full
 //!   name is at most 255 characters. Tags match `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`. Digests are
-//!   `sha256:<64 hex>` or `sha512:<128 hex>` only: the algorithms `oci-client` can verify.
+//!   `sha256:<64 hex>` or `sha512:<128 hex>` only: the algorithms the registry client verifies.
 //! - Registry hosts are DNS labels of at most 63 characters (or an IPv6 literal); the port is
 //!   a `u16`.
 //! - With neither tag nor digest the tag is `latest`. With both, the digest identifies the image
@@ -229,17 +229,6 @@ impl ImageReference {
             ..self.clone()
         })
     }
-
-    /// The `oci-client` reference, addressed at [`Self::api_host`].
-    pub(crate) fn to_oci(&self) -> oci_client::Reference {
-        let host = self.api_host().to_owned();
-        let repo = self.repository.clone();
-        match (&self.tag, &self.digest) {
-            (_, Some(digest)) => oci_client::Reference::with_digest(host, repo, digest.clone()),
-            (Some(tag), None) => oci_client::Reference::with_tag(host, repo, tag.clone()),
-            (None, None) => oci_client::Reference::with_tag(host, repo, "latest".to_owned()),
-        }
-    }
 }
 
 impl fmt::Display for ImageReference {
@@ -389,7 +378,7 @@ fn validate_tag(tag: &str) -> Result<(), ReferenceError> {
     }
 }
 
-/// `sha256:<64 hex>` or `sha512:<128 hex>`: the algorithms `oci-client` can verify. Other
+/// `sha256:<64 hex>` or `sha512:<128 hex>`: the algorithms the registry client verifies. Other
 /// algorithms are valid in the distribution grammar but could only fail later, at the
 /// registry, as a transient-looking error.
 fn validate_digest(digest: &str) -> Result<(), ReferenceError> {

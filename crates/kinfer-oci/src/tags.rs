@@ -9,20 +9,20 @@
 //! - Bounded memory: a page body over [`MAX_PAGE_BYTES`] (4 MiB) is refused while it streams,
 //!   and more than `max_tags` distinct tags is an error (both Infrastructure: the registry
 //!   misbehaves), so a hostile registry cannot make the operator buffer without limit.
-//! - Credentials: a bearer token obtained through `oci-client`'s token exchange when the
-//!   registry asks for one, else HTTP basic credentials, else none.
+//! - Credentials: [`crate::registry::authorization`] for scope `repository:<name>:pull` (a
+//!   bearer token when the registry asks for one, else HTTP basic credentials, else none).
 //! - Tags are returned in the registry's order, duplicates removed.
 
 use std::collections::HashSet;
 
-use oci_client::RegistryOperation;
 use reqwest::header::{HeaderMap, LINK};
 use serde::Deserialize;
 
 use crate::auth::Credentials;
-use crate::client::ClientPool;
+use crate::client::Transport;
 use crate::error::OciError;
 use crate::reference::ImageReference;
+use crate::registry::{self, Tokens, read_limited};
 
 /// Paging limits for [`list_tags`].
 #[derive(Debug, Clone, Copy)]
@@ -41,26 +41,26 @@ struct TagPage {
     tags: Option<Vec<String>>,
 }
 
-enum Authorization {
-    None,
-    Bearer(String),
-    Basic(String, String),
-}
-
 /// Lists every tag of `repository` (its tag and digest are ignored).
 pub(crate) async fn list_tags(
-    http: &reqwest::Client,
-    pool: &ClientPool,
+    (http, transport, tokens): (&reqwest::Client, &Transport, &Tokens),
     repository: &ImageReference,
     credentials: &Credentials,
     paging: Paging,
 ) -> Result<Vec<String>, OciError> {
     let shown = repository.name();
-    let authorization = authorization(pool, repository, credentials).await?;
     let host = repository.api_host();
+    let scope = format!("repository:{}:pull", repository.repository());
+    let target = registry::Target {
+        scheme: transport.scheme(host),
+        host,
+        scope: &scope,
+        shown: &shown,
+    };
+    let authorization = registry::authorization(http, tokens, target, credentials).await?;
     let first = format!(
         "{}://{host}/v2/{}/tags/list?n={}",
-        pool.transport().scheme(host),
+        transport.scheme(host),
         repository.repository(),
         paging.page_size.max(1)
     );
@@ -77,17 +77,7 @@ pub(crate) async fn list_tags(
             tracing::warn!(repository = %shown, %url, "registry pagination repeats a page; stopping");
             return Ok(tags);
         }
-        let request = match &authorization {
-            Authorization::None => http.get(url.clone()),
-            Authorization::Bearer(token) => http.get(url.clone()).bearer_auth(token),
-            Authorization::Basic(user, password) => {
-                http.get(url.clone()).basic_auth(user, Some(password))
-            }
-        };
-        let response = request
-            .send()
-            .await
-            .map_err(|e| OciError::from_reqwest(&shown, &e))?;
+        let response = registry::send(http.get(url.clone()), &authorization, &shown).await?;
         let (status, headers, body) = read_page(response, &shown).await?;
         if status != reqwest::StatusCode::OK {
             let body = String::from_utf8_lossy(&body);
@@ -143,64 +133,8 @@ pub(crate) async fn read_page(
     let headers = response.headers().clone();
     let body = read_limited(response, MAX_PAGE_BYTES)
         .await
-        .map_err(|e| match e {
-            ReadError::Transport(e) => OciError::from_reqwest(shown, &e),
-            ReadError::TooLarge => OciError::Registry {
-                reference: shown.to_owned(),
-                status: Some(status.as_u16()),
-                message: format!("listing page is larger than {MAX_PAGE_BYTES} bytes"),
-            },
-        })?;
+        .map_err(|e| e.into_error(shown, "listing page", MAX_PAGE_BYTES))?;
     Ok((status, headers, body))
-}
-
-enum ReadError {
-    Transport(reqwest::Error),
-    TooLarge,
-}
-
-/// The response body, refusing (without buffering it) a body longer than `limit`.
-async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ReadError> {
-    if response
-        .content_length()
-        .is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX))
-    {
-        return Err(ReadError::TooLarge);
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(ReadError::Transport)? {
-        if chunk.len() > limit - body.len() {
-            return Err(ReadError::TooLarge);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-async fn authorization(
-    pool: &ClientPool,
-    repository: &ImageReference,
-    credentials: &Credentials,
-) -> Result<Authorization, OciError> {
-    if let Credentials::Bearer(token) = credentials {
-        return Ok(Authorization::Bearer(token.clone()));
-    }
-    let client = pool.client(repository.api_host(), credentials);
-    let token = client
-        .auth(
-            &repository.to_oci(),
-            &credentials.to_oci(),
-            RegistryOperation::Pull,
-        )
-        .await
-        .map_err(|e| OciError::from_distribution(&repository.name(), e))?;
-    Ok(match (token, credentials) {
-        (Some(token), _) => Authorization::Bearer(token),
-        (None, Credentials::Basic { username, password }) => {
-            Authorization::Basic(username.clone(), password.clone())
-        }
-        (None, _) => Authorization::None,
-    })
 }
 
 /// The `rel="next"` target of a `Link` header, resolved against `base`.

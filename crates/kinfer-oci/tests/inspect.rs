@@ -372,3 +372,97 @@ async fn unreachable_and_hung_registries_are_infrastructure() {
     assert_eq!(err.category(), OciErrorCategory::Infrastructure);
     drop(hung);
 }
+
+/// Answers every connection with `answer` (a token realm or registry gone hostile).
+async fn answering(answer: Vec<u8>) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut head = [0u8; 4096];
+                let _ = conn.read(&mut head).await;
+                let _ = conn.write_all(&answer).await;
+            });
+        }
+    });
+    (host, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_manifests_token_answers_and_error_bodies_are_read_within_bounds() {
+    let registry = Registry::start().await;
+    Pusher::new(&registry.host)
+        .push_image("team/app", Some("v1"), &labels(&[]), "amd64")
+        .await;
+    // A 5 MiB manifest (over the 4 MiB distribution registries accept), and a 2 MiB error
+    // body full of line breaks and escapes.
+    let manifest = format!(r#"{{"schemaVersion":2,"x":"{}"}}"#, "m".repeat(5 << 20));
+    let error_body = "line\nStatus: Ready\r\n\u{1b}[31m".repeat(200_000);
+    let proxy = Proxy::intercepting(&registry.host, move |_, path| {
+        if path.contains("/manifests/big") {
+            Some(support::proxy::response(
+                "200 OK",
+                "application/vnd.oci.image.manifest.v1+json",
+                manifest.as_bytes(),
+            ))
+        } else if path.contains("/manifests/broken") {
+            Some(support::proxy::response(
+                "500 Internal Server Error",
+                "text/plain",
+                error_body.as_bytes(),
+            ))
+        } else {
+            None
+        }
+    })
+    .await;
+    let inspector = inspector(&[&proxy.host], Arc::new(ManualClock::new()));
+
+    let err = inspector
+        .inspect(&image(&proxy.host, "team/app:big"), &Credentials::Anonymous)
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), OciErrorCategory::InvalidSpec, "{err}");
+    assert!(err.to_string().contains("larger than"), "{err}");
+
+    let err = inspector
+        .inspect(
+            &image(&proxy.host, "team/app:broken"),
+            &Credentials::Anonymous,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), OciErrorCategory::Infrastructure, "{err}");
+    let text = err.to_string();
+    assert!(text.len() < 600, "a short excerpt: {} bytes", text.len());
+    assert!(
+        !text.contains('\n') && !text.contains('\r') && !text.contains('\u{1b}'),
+        "{text:?}"
+    );
+
+    // A token realm that answers a megabyte: refused while it streams.
+    let token = format!(r#"{{"token":"{}"}}"#, "t".repeat(1 << 20));
+    let (realm, _task) = answering(support::proxy::response(
+        "200 OK",
+        "application/json",
+        token.as_bytes(),
+    ))
+    .await;
+    let guarded = Registry::start_with_token_realm(&format!("http://{realm}/token")).await;
+    let behind_realm = support::fixtures::inspector(&[&guarded.host], Arc::new(ManualClock::new()));
+    let err = behind_realm
+        .inspect(
+            &image(&guarded.host, "team/app:v1"),
+            &Credentials::Anonymous,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), OciErrorCategory::Infrastructure, "{err}");
+    assert!(
+        err.to_string().contains("token realm answer is larger"),
+        "{err}"
+    );
+}

@@ -2,46 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use reqwest::header::HeaderValue;
-
 use super::*;
-
-#[test]
-fn bearer_challenges() {
-    let mut h = HeaderMap::new();
-    h.append(
-        WWW_AUTHENTICATE,
-        HeaderValue::from_static("Basic realm=\"x\""),
-    );
-    h.append(
-        WWW_AUTHENTICATE,
-        HeaderValue::from_static(
-            "Bearer realm=\"http://127.0.0.1:9/token\",service=\"reg, one\",scope=\"registry:catalog:*\"",
-        ),
-    );
-    assert_eq!(
-        bearer_challenge(&h),
-        Some(Challenge {
-            realm: "http://127.0.0.1:9/token".into(),
-            service: Some("reg, one".into()),
-        })
-    );
-    let mut unquoted = HeaderMap::new();
-    unquoted.insert(
-        WWW_AUTHENTICATE,
-        HeaderValue::from_static("bearer realm=https://auth.example/token"),
-    );
-    assert_eq!(
-        bearer_challenge(&unquoted).map(|c| (c.realm, c.service)),
-        Some(("https://auth.example/token".into(), None))
-    );
-    let mut basic = HeaderMap::new();
-    basic.insert(
-        WWW_AUTHENTICATE,
-        HeaderValue::from_static("Basic realm=\"x\""),
-    );
-    assert_eq!(bearer_challenge(&basic), None);
-}
 
 #[test]
 fn duplicates_go_and_the_limit_holds() {
@@ -58,11 +19,7 @@ fn duplicates_go_and_the_limit_holds() {
 async fn docker_hub_needs_a_namespace() {
     crate::ensure_crypto_provider();
     let http = reqwest::Client::new();
-    let transport = Transport::new(
-        &[],
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(1),
-    );
+    let transport = Transport::new(&[]);
     let paging = Paging {
         page_size: 10,
         max_pages: 2,

@@ -32,55 +32,35 @@ fn config_limits() {
     );
 }
 
-#[tokio::test]
-async fn limited_buffer_stops_at_the_limit() {
-    use tokio::io::AsyncWriteExt as _;
-    let mut b = LimitedBuffer::new(4);
-    b.write_all(b"abc").await.unwrap();
-    assert!(b.write_all(b"de").await.is_err());
-    assert!(b.overflowed);
-    assert_eq!(b.bytes, b"abc");
-    let mut exact = LimitedBuffer::new(3);
-    exact.write_all(b"abc").await.unwrap();
-    assert!(!exact.overflowed);
-}
-
 #[test]
 fn insecure_hosts_compare_lower_cased() {
-    let t = Transport::new(
-        &["LOCALHOST:5000".to_owned()],
-        Duration::from_secs(1),
-        Duration::from_secs(1),
-    );
+    let t = Transport::new(&["LOCALHOST:5000".to_owned()]);
     assert_eq!(t.scheme("localhost:5000"), "http");
-    assert_eq!(t.protocol("localhost:5000"), ClientProtocol::Http);
     assert_eq!(t.scheme("localhost:5001"), "https");
-    assert_eq!(t.protocol("reg.io"), ClientProtocol::Https);
+    assert_eq!(t.scheme("reg.io"), "https");
 }
 
 #[test]
-fn a_full_pool_evicts_one_client_not_all() {
-    let pool = ClientPool::new(Transport::new(
-        &[],
-        Duration::from_secs(1),
-        Duration::from_secs(1),
-    ));
-    let creds = |i: usize| Credentials::Bearer(format!("t{i}"));
-    for i in 0..MAX_CLIENTS {
-        pool.client("reg.io", &creds(i));
-    }
-    pool.client("reg.io", &creds(0)); // most recently used now
-    pool.client("reg.io", &creds(MAX_CLIENTS));
-    assert_eq!(pool.len(), MAX_CLIENTS);
-    let key = |i: usize| ("reg.io".to_owned(), creds(i).fingerprint());
-    let mut clients = lock(&pool.clients);
-    assert!(
-        clients.get_value(&key(0)).is_some(),
-        "recently used survives"
+fn digests_are_checked_in_their_own_algorithm() {
+    let body = b"{}";
+    let sha = sha256(body);
+    assert_eq!(digest_of(&sha, body), Some(sha.clone()));
+    let sha512 = digest_of("sha512:00", body).unwrap();
+    assert!(sha512.starts_with("sha512:") && sha512.len() == 7 + 128);
+    assert_eq!(digest_of("md5:00", body), None);
+}
+
+#[test]
+fn an_index_resolves_to_linux_amd64_else_its_first_entry() {
+    let entries: Vec<IndexEntry> = serde_json::from_str(
+        r#"[{"digest":"sha256:a","platform":{"os":"linux","architecture":"arm64"}},
+            {"digest":"sha256:b","platform":{"os":"linux","architecture":"amd64"}}]"#,
+    )
+    .unwrap();
+    assert_eq!(linux_amd64_or_first(&entries).unwrap().digest, "sha256:b");
+    assert_eq!(
+        linux_amd64_or_first(&entries[..1]).unwrap().digest,
+        "sha256:a"
     );
-    assert!(
-        clients.get_value(&key(1)).is_none(),
-        "least recently used goes"
-    );
-    assert!(clients.get_value(&key(2)).is_some());
+    assert!(linux_amd64_or_first(&[]).is_none());
 }

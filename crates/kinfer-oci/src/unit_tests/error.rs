@@ -3,80 +3,37 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use oci_client::errors::{OciEnvelope, OciError as Entry};
 
-fn envelope(code: OciErrorCode) -> OciDistributionError {
-    OciDistributionError::RegistryError {
-        envelope: OciEnvelope {
-            errors: vec![Entry {
-                code,
-                message: "m".to_owned(),
-                detail: serde_json::Value::Null,
-            }],
-        },
-        url: "http://r/v2/x/manifests/y".to_owned(),
-    }
+fn coded(code: &str) -> String {
+    format!(r#"{{"errors":[{{"code":"{code}","message":"m"}}]}}"#)
 }
 
 #[test]
 fn categories_follow_registry_codes_and_statuses() {
-    let cases = [
+    for (status, body, want) in [
+        (404, coded("MANIFEST_UNKNOWN"), OciErrorCategory::NotFound),
+        (400, coded("NAME_UNKNOWN"), OciErrorCategory::NotFound),
+        (400, coded("DENIED"), OciErrorCategory::Auth),
         (
-            envelope(OciErrorCode::ManifestUnknown),
-            OciErrorCategory::NotFound,
-        ),
-        (
-            envelope(OciErrorCode::NameUnknown),
-            OciErrorCategory::NotFound,
-        ),
-        (envelope(OciErrorCode::Denied), OciErrorCategory::Auth),
-        (
-            envelope(OciErrorCode::Toomanyrequests),
+            429,
+            coded("TOOMANYREQUESTS"),
             OciErrorCategory::Infrastructure,
         ),
+        (400, coded("NAME_INVALID"), OciErrorCategory::InvalidSpec),
         (
-            envelope(OciErrorCode::NameInvalid),
+            400,
+            coded("MANIFEST_INVALID"),
             OciErrorCategory::InvalidSpec,
         ),
-        (
-            OciDistributionError::UnauthorizedError { url: String::new() },
-            OciErrorCategory::Auth,
-        ),
-        (
-            OciDistributionError::ServerError {
-                code: 403,
-                url: String::new(),
-                message: String::new(),
-            },
-            OciErrorCategory::Auth,
-        ),
-        (
-            OciDistributionError::ServerError {
-                code: 503,
-                url: String::new(),
-                message: "busy".to_owned(),
-            },
-            OciErrorCategory::Infrastructure,
-        ),
-        (
-            OciDistributionError::ServerError {
-                code: 404,
-                url: String::new(),
-                message: String::new(),
-            },
-            OciErrorCategory::NotFound,
-        ),
-        (
-            OciDistributionError::UnsupportedSchemaVersionError(1),
-            OciErrorCategory::InvalidSpec,
-        ),
-    ];
-    for (err, want) in cases {
-        let text = err.to_string();
+        (401, String::new(), OciErrorCategory::Auth),
+        (403, coded("MANIFEST_UNKNOWN"), OciErrorCategory::Auth),
+        (500, coded("NAME_INVALID"), OciErrorCategory::Infrastructure),
+        (503, String::new(), OciErrorCategory::Infrastructure),
+    ] {
         assert_eq!(
-            OciError::from_distribution("r/x:y", err).category(),
+            OciError::from_status("r/x:y", status, &body).category(),
             want,
-            "{text}"
+            "{status} {body}"
         );
     }
 }
@@ -101,39 +58,29 @@ fn status_body_messages_are_extracted() {
 
 #[test]
 fn uninformative_error_bodies_are_infrastructure() {
-    let empty = OciDistributionError::RegistryError {
-        envelope: OciEnvelope { errors: Vec::new() },
-        url: String::new(),
-    };
-    for (err, want) in [
-        (empty, OciErrorCategory::Infrastructure),
+    for (body, want) in [
         (
-            envelope(OciErrorCode::Other("UNKNOWN".to_owned())),
+            r#"{"errors":[]}"#.to_owned(),
+            OciErrorCategory::Infrastructure,
+        ),
+        (coded("UNKNOWN"), OciErrorCategory::Infrastructure),
+        (
+            coded("BLOB_UPLOAD_UNKNOWN_ELSEWHERE"),
             OciErrorCategory::Infrastructure,
         ),
         (
-            envelope(OciErrorCode::Other(
-                "BLOB_UPLOAD_UNKNOWN_ELSEWHERE".to_owned(),
-            )),
+            coded("UNAUTHORIZED_CLIENT"),
             OciErrorCategory::Infrastructure,
         ),
-        (
-            envelope(OciErrorCode::Other("UNAUTHORIZED_CLIENT".to_owned())),
-            OciErrorCategory::Infrastructure,
-        ),
-        (
-            envelope(OciErrorCode::Other("forbidden".to_owned())),
-            OciErrorCategory::Auth,
-        ),
+        (coded("forbidden"), OciErrorCategory::Auth),
     ] {
-        let text = err.to_string();
         assert_eq!(
-            OciError::from_distribution("r/x:y", err).category(),
+            OciError::from_status("r/x:y", 400, &body).category(),
             want,
-            "{text}"
+            "{body}"
         );
     }
-    // With a status, the status decides whatever the body says.
+    // 401, 403, 404 and 5xx: the status decides whatever the body says.
     for (status, want) in [
         (500, OciErrorCategory::Infrastructure),
         (404, OciErrorCategory::NotFound),
@@ -146,4 +93,20 @@ fn uninformative_error_bodies_are_infrastructure() {
             assert_eq!(OciError::from_status("r/x", status, body).category(), want);
         }
     }
+}
+
+#[test]
+fn a_registry_cannot_flood_or_forge_lines_in_an_error() {
+    let body = format!(
+        "line one\nStatus: Ready\r\n\u{1b}[31m{}",
+        "x".repeat(100_000)
+    );
+    let message = OciError::from_status("r/x", 502, &body).to_string();
+    assert!(message.len() < 500, "{}", message.len());
+    assert!(!message.contains('\n') && !message.contains('\r') && !message.contains('\u{1b}'));
+    let coded = format!(
+        r#"{{"errors":[{{"code":"DENIED","message":"{}"}}]}}"#,
+        "y".repeat(10_000)
+    );
+    assert!(OciError::from_status("r/x", 403, &coded).to_string().len() < 500);
 }

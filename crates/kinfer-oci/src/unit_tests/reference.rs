@@ -74,7 +74,7 @@ fn registries_ports_tags_digests() {
     );
     assert_eq!(parts("[::1]:5000/a").0, "[::1]:5000");
     let r = ImageReference::parse(&format!("reg.io/a:t@{D}")).unwrap();
-    assert_eq!(r.to_oci().digest(), Some(D));
+    assert_eq!(r.digest(), Some(D));
     assert_eq!(r.to_string(), format!("reg.io/a:t@{D}"));
     let pinned = ImageReference::parse("reg.io/a:t")
         .unwrap()
@@ -82,7 +82,7 @@ fn registries_ports_tags_digests() {
         .unwrap();
     assert_eq!(pinned.digest(), Some(D));
     assert_eq!(
-        ImageReference::parse("nginx").unwrap().to_oci().registry(),
+        ImageReference::parse("nginx").unwrap().api_host(),
         "registry-1.docker.io"
     );
 }
