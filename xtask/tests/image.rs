@@ -167,6 +167,8 @@ async fn images_build_push_pull_and_run() {
         ..ClientConfig::default()
     });
     let mut binaries = BTreeMap::new();
+    // The unpacked root file systems live until the end: their binaries run below.
+    let mut unpacked = Vec::new();
     for (bin, (digest, layout)) in &images {
         // The layout: oci-layout, index.json naming the manifest with its tag.
         let index: Value =
@@ -252,12 +254,13 @@ async fn images_build_push_pull_and_run() {
             "{bin} --version: {version:?}"
         );
         binaries.insert(bin.clone(), binary);
+        unpacked.push(rootfs);
     }
 
     // Name resolution inside the image: kinfer, chrooted into its unpacked layers as user
     // 65532 with the hosts and resolver files a container runtime provides, reaches the
     // registry by the name `localhost` and inspects an image there.
-    let rootfs = temp("rootfs-kinfer");
+    let rootfs = temp("chroot-kinfer");
     let (digest, layout) = &images["kinfer"];
     let manifest: Value = serde_json::from_slice(&blob(layout, digest)).unwrap();
     for layer in manifest["layers"].as_array().unwrap() {
