@@ -10,6 +10,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod built;
+mod fence;
 mod install;
 mod manifests;
 mod metrics;
@@ -106,6 +107,17 @@ pub async fn client() -> (kube::Client, Discovery) {
     let client = plane.client().await.unwrap();
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
     (client, discovery)
+}
+
+/// A client of the control plane acting as `user` (a ServiceAccount's user name).
+pub async fn client_as(kubeconfig: &Path, user: &str) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
+    config.auth_info.impersonate = Some(user.to_owned());
+    kube::Client::try_from(config).unwrap()
 }
 
 /// Creates the namespace unless it exists.

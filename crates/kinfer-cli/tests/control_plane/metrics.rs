@@ -14,26 +14,15 @@ use kinfer_operator::metrics_auth::MetricsAuth;
 use kinfer_operator::server::{self, Role};
 use kinfer_operator::tls::Identity;
 use kube::api::{Api, ObjectMeta, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::watch;
 
-use crate::{kubectl, plane};
+use crate::{client_as, kubectl, plane};
 
 const NS: &str = "metrics-auth";
 /// The ServiceAccount the Zerfoo operator's install runs it as.
 const OPERATOR: &str = "system:serviceaccount:zerfoo-system:zerfoo-operator";
-
-/// A client of the control plane acting as `user` (a ServiceAccount's user name).
-async fn client_as(kubeconfig: &std::path::Path, user: &str) -> kube::Client {
-    let kc = Kubeconfig::read_from(kubeconfig).unwrap();
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    config.auth_info.impersonate = Some(user.to_owned());
-    kube::Client::try_from(config).unwrap()
-}
 
 /// `GET path` over TLS to `addr`, trusting only `cert`, with `token` as the bearer.
 async fn https_get(
