@@ -182,6 +182,22 @@ impl Repository<'_> {
         }
     }
 
+    /// `digest` (from a manifest or an index) when it is a digest, before it goes into a URL:
+    /// anything else (`../`, `?`, another algorithm) is refused.
+    fn checked<'d>(
+        &self,
+        reference: &ImageReference,
+        digest: &'d str,
+    ) -> Result<&'d str, OciError> {
+        match reference.with_digest(digest) {
+            Ok(_) => Ok(digest),
+            Err(e) => Err(OciError::UnsupportedImage {
+                reference: self.shown.clone(),
+                reason: format!("the manifest names an invalid digest: {e}"),
+            }),
+        }
+    }
+
     /// Refuses `body` unless it hashes to `digest`.
     fn verify(&self, digest: &str, body: &[u8], what: &str) -> Result<(), OciError> {
         match digest_of(digest, body) {
@@ -287,12 +303,15 @@ fn manifest_reference(reference: &ImageReference) -> String {
 }
 
 /// Resolves the reference's current digest with a manifest `HEAD` (the hash of a `GET` when
-/// the registry sends no usable digest header).
+/// the registry sends no usable digest header); a reference pinned by digest is its digest.
 pub(crate) async fn resolve_digest(
     registry: Registry<'_>,
     reference: &ImageReference,
     credentials: &Credentials,
 ) -> Result<String, OciError> {
+    if let Some(pinned) = reference.digest() {
+        return Ok(pinned.to_owned());
+    }
     let repo = Repository::open(registry, reference, credentials).await?;
     let name = manifest_reference(reference);
     let request = repo
@@ -314,13 +333,7 @@ pub(crate) async fn resolve_digest(
         return Ok(digest);
     }
     let body = repo.manifest(&name).await?;
-    Ok(match reference.digest() {
-        Some(d) => {
-            repo.verify(d, &body, "manifest")?;
-            d.to_owned()
-        }
-        None => sha256(&body),
-    })
+    Ok(sha256(&body))
 }
 
 /// Reads the manifest (resolving an index) and the config blob's labels.
@@ -347,8 +360,9 @@ pub(crate) async fn fetch_config(
                     reference: shown.clone(),
                     reason: "image index has no manifests".to_owned(),
                 })?;
-            let body = repo.manifest(&entry.digest).await?;
-            repo.verify(&entry.digest, &body, "platform manifest")?;
+            let digest = repo.checked(reference, &entry.digest)?;
+            let body = repo.manifest(digest).await?;
+            repo.verify(digest, &body, "platform manifest")?;
             let manifest = document(&body, &shown)?;
             (manifest, entry.digest.clone(), Some(first_digest))
         }
@@ -362,8 +376,9 @@ pub(crate) async fn fetch_config(
         reference: shown.clone(),
         reason,
     })?;
+    let config_digest = repo.checked(reference, &config.digest)?;
     let blob = match repo
-        .get(&format!("blobs/{}", config.digest), None, limit, "config")
+        .get(&format!("blobs/{config_digest}"), None, limit, "config")
         .await?
     {
         Ok((_, blob)) => blob,

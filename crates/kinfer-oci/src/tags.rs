@@ -123,14 +123,23 @@ pub(crate) async fn list_tags(
     })
 }
 
-/// Status, headers and body (at most [`MAX_PAGE_BYTES`]) of one listing page; a transport
-/// failure or an oversized body is an error (Infrastructure).
+/// Status, headers and body (at most [`MAX_PAGE_BYTES`]; of an error answer, at most
+/// [`registry::MAX_ERROR_BYTES`]) of one listing page; a transport failure or an oversized
+/// page is an error (Infrastructure).
 pub(crate) async fn read_page(
     response: reqwest::Response,
     shown: &str,
 ) -> Result<(reqwest::StatusCode, HeaderMap, Vec<u8>), OciError> {
     let status = response.status();
     let headers = response.headers().clone();
+    if !status.is_success() {
+        // An error answer: at most its first 64 KiB, whatever its size.
+        return Ok((
+            status,
+            headers,
+            registry::error_body(response).await.into_bytes(),
+        ));
+    }
     let body = read_limited(response, MAX_PAGE_BYTES)
         .await
         .map_err(|e| e.into_error(shown, "listing page", MAX_PAGE_BYTES))?;

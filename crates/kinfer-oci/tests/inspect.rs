@@ -408,6 +408,14 @@ async fn hostile_manifests_token_answers_and_error_bodies_are_read_within_bounds
                 "application/vnd.oci.image.manifest.v1+json",
                 manifest.as_bytes(),
             ))
+        } else if path.contains("/manifests/evil") {
+            // An index naming a "digest" that walks out of the repository's paths.
+            let index = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"digest":"sha256:../../_catalog?n=1","size":2}]}"#;
+            Some(support::proxy::response(
+                "200 OK",
+                "application/vnd.oci.image.index.v1+json",
+                index.as_bytes(),
+            ))
         } else if path.contains("/manifests/broken") {
             Some(support::proxy::response(
                 "500 Internal Server Error",
@@ -427,6 +435,17 @@ async fn hostile_manifests_token_answers_and_error_bodies_are_read_within_bounds
         .unwrap_err();
     assert_eq!(err.category(), OciErrorCategory::InvalidSpec, "{err}");
     assert!(err.to_string().contains("larger than"), "{err}");
+
+    let err = inspector
+        .inspect(
+            &image(&proxy.host, "team/app:evil"),
+            &Credentials::Anonymous,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), OciErrorCategory::InvalidSpec, "{err}");
+    assert!(err.to_string().contains("invalid digest"), "{err}");
+    assert_eq!(proxy.count("GET", "_catalog"), 0, "{:?}", proxy.seen());
 
     let err = inspector
         .inspect(

@@ -542,8 +542,8 @@ pub async fn get(
         })
 }
 
-/// Read the metadata of an object by key (`PartialObjectMetadata`: a Secret's data never
-/// reaches the operator); as a [`DynamicObject`] without content.
+/// Read the metadata of an object by key (`PartialObjectMetadata`: a Secret's data is not
+/// read); as a [`DynamicObject`] without content.
 pub async fn get_metadata(
     client: &Client,
     kind: &ChildKind,

@@ -159,6 +159,7 @@ pub struct DesiredObject {
     /// writes into a Secret): when the engine must read it by name, it reads its metadata only
     /// and compares the metadata; the rest of the body is sent when the object is created,
     /// and with any later apply a metadata change causes ([`DesiredObject::by_metadata`]).
+    /// (Such an apply's answer holds the whole object; the engine drops it unread.)
     pub metadata_only: bool,
 }
 
@@ -466,8 +467,9 @@ pub trait Pipeline: Send + Sync + 'static {
 
     /// Clean up before the object goes away (called while it carries the finalizer and has a
     /// `deletionTimestamp`; in a terminating namespace only with
-    /// [`Pipeline::finalize_in_terminating_namespace`]). An Auth error (access
-    /// Forbidden) does not block deletion: the finalizer is removed anyway (NOTES row 23).
+    /// [`Pipeline::finalize_in_terminating_namespace`]). An Auth error (access Forbidden)
+    /// keeps the finalizer: the engine reports it (`CleanupForbidden`) and retries with
+    /// backoff (`engine::finalize`).
     fn finalize(
         &self,
         _client: &Client,

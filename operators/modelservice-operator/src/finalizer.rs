@@ -28,8 +28,9 @@
 //!   Secret (if it carries this ModelService's child labels): Secrets are not listed by the
 //!   engine, so orphan pruning cannot reach it, and a stale long-lived token must not stay;
 //! - errors are categorised like any API error; the engine retries them with its per-object
-//!   backoff (a Forbidden cleanup releases the finalizer anyway: deletion is never blocked by
-//!   the operator's own RBAC).
+//!   backoff; a Forbidden cleanup keeps the finalizer (the engine reports `CleanupForbidden`):
+//!   releasing it would leak the cluster RBAC, so deletion, and a terminating namespace, wait
+//!   for the operator's RBAC to allow the cleanup.
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};

@@ -3,15 +3,16 @@
 //!
 //! Contract (`../shared/reference/aim/NOTES.md` section c): the discovery Job is named with
 //! upstream's formula ([`naming::aim::discovery_job_name`]: `discover-<template[:45]>-<8 hex>`
-//! over model, image, service account, env, pull secrets, metric, precision, GPU and profile),
-//! so a changed input gives a new Job (Jobs are immutable); labels `app.kubernetes.io/{name=aim-discovery,
+//! over model, image, service account, env, pull secrets, metric, precision, GPU and profile,
+//! then the container's resources, which upstream does not set), so a changed input gives a
+//! new Job (Jobs are immutable); labels `app.kubernetes.io/{name=aim-discovery,
 //! component=discovery,managed-by}` and `aim.eai.amd.com/template` on Job and pod; no retries
 //! (`backoffLimit: 0`, the controller backs off), `ttlSecondsAfterFinished: 60`,
 //! `activeDeadlineSeconds` [`DISCOVERY_DEADLINE_SECONDS`] (a dry-run that hangs fails instead
 //! of holding one of the cluster's discovery slots forever), restart
 //! `Never`; pod user 65532 under the restricted context; container `discovery` running the
-//! AIM image with `dry-run --format=json`, CPU and memory from [`resources`] (resources other
-//! than the default are hashed into the name too: a Job's template is immutable); env in order: log levels CRITICAL, the template's
+//! AIM image with `dry-run --format=json`, CPU and memory from [`resources`] (hashed into the
+//! name after upstream's inputs: a Job's template is immutable); env in order: log levels CRITICAL, the template's
 //! env, `AIM_METRIC`, `AIM_PRECISION`, `AIM_GPU_MODEL`, `AIM_GPU_COUNT`, `AIM_PROFILE_ID`.
 
 mod artifact;
@@ -102,15 +103,11 @@ impl DiscoveryInput {
             .unwrap_or_else(|| JobResources::default().discovery)
     }
 
-    /// What kinfer hashes into the name besides upstream's inputs: the resources when they
-    /// are not the default (a Job's pod template is immutable: other resources need another
-    /// Job); empty for the default, so the name is upstream's.
+    /// What kinfer hashes into the name besides upstream's inputs: the resources (a Job's pod
+    /// template is immutable: other resources need another Job, also for a Job an earlier
+    /// operator created without them).
     fn kinfer_hash(resources: &ResourceRequirements) -> String {
-        if *resources == JobResources::default().discovery {
-            String::new()
-        } else {
-            serde_json::to_string(resources).unwrap_or_default()
-        }
+        serde_json::to_string(resources).unwrap_or_default()
     }
 
     /// What the name hashes: upstream's inputs, then `kinfer` ([`Self::kinfer_hash`]).

@@ -41,7 +41,32 @@ fn other_job_resources_reach_the_containers_and_name_another_discovery_job() {
         "a Job's template is immutable: other resources are another Job"
     );
 
-    // The defaults, set explicitly, keep upstream's name.
+    // A Job an earlier operator (or upstream's) created without resources has upstream's
+    // name; the Job with resources is another one, so its immutable template is never
+    // applied over the old one.
+    let i = input::<DiscoveryInput>("discovery");
+    let upstream = kinfer_builders::naming::aim::discovery_job_name(
+        i.template.as_str(),
+        kinfer_builders::naming::aim::DiscoveryHash {
+            model: &i.model,
+            image: &i.image,
+            service_account: i.service_account_name.as_deref().unwrap_or_default(),
+            env: &i.env,
+            image_pull_secrets: &i.image_pull_secrets,
+            metric: i.metric.as_deref().unwrap_or_default(),
+            precision: i.precision.as_deref().unwrap_or_default(),
+            gpu: Some((
+                i.gpu_model.as_deref().unwrap_or_default(),
+                i.gpu_count.unwrap_or_default(),
+            )),
+            profile_id: i.profile_id.as_deref().unwrap_or_default(),
+            kinfer: "",
+        },
+    )
+    .expect("upstream's name");
+    assert_ne!(default.metadata.name.as_deref(), Some(upstream.as_str()));
+
+    // The defaults, set explicitly, are the defaults.
     let mut explicit = input::<DiscoveryInput>("discovery");
     explicit.resources = Some(JobResources::default().discovery);
     assert_eq!(

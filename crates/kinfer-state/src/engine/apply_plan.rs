@@ -18,8 +18,8 @@
 //!   replacement is then `NameTaken`; one of ours, or none, is applied). An object of a kind
 //!   nobody watches (a token Secret when Secrets are not watched) is read by name on every
 //!   reconcile: nothing else would show it gone or changed. An object planned
-//!   [`crate::DesiredObject::by_metadata`] is read as metadata only (a Secret's data never
-//!   reaches the operator) and compared on its metadata. A live object being deleted is
+//!   [`crate::DesiredObject::by_metadata`] is read as metadata only (a Secret's data is not
+//!   read) and compared on its metadata. A live object being deleted is
 //!   left alone until it is gone. A read by name that fails (without `Retry-After`) skips
 //!   only its own object: the others are still applied (so an attempt at 10% failed requests
 //!   still makes progress, and the reconcile fails and is retried) but nothing is deleted

@@ -9,17 +9,21 @@
 //!   are retried with the engine's backoff; they do not block the rest of the reconcile.
 //! - An object with a `deletionTimestamp` is never planned, applied nor given a status. When
 //!   it carries our finalizer, [`Pipeline::finalize`] runs and the finalizer is removed once it
-//!   succeeded. Namespace deletion is never blocked (NOTES row 23): when the object's namespace
-//!   is terminating, or reading it is Forbidden, the finalizer is removed without cleanup.
-//!   Other finalize errors are retried like any reconcile error.
+//!   succeeded. When the object's namespace is terminating, or reading it is Forbidden, the
+//!   finalizer is removed without cleanup (NOTES row 23: namespace deletion is not blocked),
+//!   unless the pipeline cleans up there too ([`Pipeline::finalize_in_terminating_namespace`]:
+//!   cluster-scoped objects do not go with the namespace). Other finalize errors are retried
+//!   like any reconcile error.
 //! - **Forbidden cleanup.** A cleanup refused with 401/403 (an Auth error of
 //!   [`Pipeline::finalize`]) is the controller's RBAC, not the object owner's doing: the
 //!   finalizer stays (removing it would leak what the cleanup exists to remove, cluster-scoped
 //!   RBAC among it), the error becomes Infrastructure with reason [`CLEANUP_FORBIDDEN`] and is
 //!   retried with backoff (so a fixed ClusterRole is picked up without an edit of the object),
 //!   and the object says so: on deletion, its `Ready` condition turns False with that reason
-//!   (a merge patch of `status.conditions` only, sent once per distinct message) and a Warning
-//!   event follows; on release, the error feeds the status like any other.
+//!   (a merge patch of `status.conditions` only, carrying the copy's `resourceVersion` so an
+//!   outdated copy changes nothing; sent only when `Ready` is not already False with that
+//!   reason) and a Warning event follows; on release, the error feeds the status like any
+//!   other.
 //! - Finalizer patches are JSON merge patches of the whole list carrying the object's
 //!   resourceVersion, so a concurrent change of the list fails (409) instead of being
 //!   overwritten.
@@ -357,9 +361,11 @@ impl<P: Pipeline> Engine<P> {
     }
 
     /// Say on a deleting object that its cleanup was refused ([`CLEANUP_FORBIDDEN`]): `Ready`
-    /// False with that reason, by a merge patch of `status.conditions` (the rest of the status
-    /// is left as it is), unless the object already says exactly that; then the transition's
-    /// event. A failed write is logged and retried with the cleanup.
+    /// False with that reason, by a merge patch of `status.conditions` carrying the copy's
+    /// `resourceVersion` (the rest of the status is left as it is; an outdated copy is
+    /// refused with 409 and changes nothing), unless `Ready` already is False with that
+    /// reason; then the transition's event. A failed write is logged and retried with the
+    /// cleanup.
     async fn report_forbidden_cleanup(
         &self,
         obj: &P::Object,
@@ -389,7 +395,10 @@ impl<P: Pipeline> Engine<P> {
         let (conditions, transitions) = conditions.finish();
         let resource = ApiResource::erase::<P::Object>(&());
         let api = apply::parent_api(&self.client, &resource, obj.meta().namespace.as_deref());
-        let patch = serde_json::json!({"status": {"conditions": conditions}});
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": obj.meta().resource_version},
+            "status": {"conditions": conditions},
+        });
         let params = PatchParams {
             field_manager: Some(self.config.scheme.manager.clone()),
             ..PatchParams::default()

@@ -29,7 +29,8 @@
 //! then and creates what it needs later, and another cache's broken template never blocks
 //! this deletion. A transient (Infrastructure) read error fails the cleanup, which the engine
 //! retries. Dedicated caches never reuse unowned artifacts and intend nothing. The engine
-//! skips the cleanup in a terminating namespace or when access is forbidden.
+//! skips the cleanup in a terminating namespace (or one it may not read); a cleanup refused
+//! with 401/403 keeps the finalizer and is retried (`CleanupForbidden`).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,8 +5,8 @@
 //! keep (objects something else still uses); one already gone is fine. Every delete carries
 //! the UID that was read as a precondition ([`delete_one`]), so an object deleted and created
 //! again under the same name in between is left alone. Errors are categorised: a Forbidden read
-//! or delete is Auth, on which the engine releases the finalizer anyway (the engine never
-//! calls a finalizer in a terminating namespace).
+//! or delete is Auth, on which the engine keeps the finalizer and retries (`CleanupForbidden`;
+//! the engine never calls a finalizer in a terminating namespace).
 //!
 //! [`remove_unready_caches`]: a deleted service removes the non-Ready AIMTemplateCaches it
 //! alone uses. Its candidates are the caches labelled `aim.eai.amd.com/service=<service>` and

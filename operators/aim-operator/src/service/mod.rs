@@ -16,8 +16,9 @@
 //!
 //! Finalizer `aim.eai.amd.com/template-cache-cleanup`: on deletion the non-Ready template
 //! caches this service created are deleted (Ready shared caches stay for other services); the
-//! engine skips the cleanup in a terminating namespace or when access is forbidden, so
-//! namespace deletion is never blocked.
+//! engine skips the cleanup in a terminating namespace (or one it may not read), so namespace
+//! deletion is never blocked; a cleanup refused with 401/403 keeps the finalizer and is
+//! retried (`CleanupForbidden`).
 
 pub mod cache;
 pub mod cleanup;
