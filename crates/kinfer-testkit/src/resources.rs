@@ -274,6 +274,27 @@ const BUILTINS: &[Builtin] = &[
         true,
         &[],
     ),
+    // Stored, not enforced: admission policies are judged on the real control plane.
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        false,
+        true,
+        true,
+        &[],
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        false,
+        false,
+        true,
+        &[],
+    ),
 ];
 
 /// All served resources, keyed by (group, version, plural).
