@@ -77,18 +77,6 @@ impl Transport {
     }
 }
 
-/// Installs ring as rustls's process-wide crypto provider unless one is installed already.
-///
-/// reqwest is built without a provider of its own (the workspace keeps a single TLS provider,
-/// the ring one kube uses) and reads the process default when a client is built. Installing is
-/// idempotent: a second call, or a provider installed by the binary, wins.
-pub fn ensure_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err means another thread installed one first, which is just as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
 /// What reads an image: the HTTP client, the transport rules and the authorization cache.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Registry<'a> {
@@ -145,8 +133,7 @@ impl Repository<'_> {
         path: &str,
         accept: Option<&'static str>,
         limit: usize,
-        what: &str,
-    ) -> Result<Result<(reqwest::header::HeaderMap, Vec<u8>), ReadError>, OciError> {
+    ) -> Result<Result<Vec<u8>, ReadError>, OciError> {
         let mut request = self.http.get(self.url(path)?);
         if let Some(accept) = accept {
             request = request.header(ACCEPT, HeaderValue::from_static(accept));
@@ -157,9 +144,8 @@ impl Repository<'_> {
             let body = registry::error_body(response).await;
             return Err(OciError::from_status(&self.shown, status.as_u16(), &body));
         }
-        tracing::trace!(image = %self.shown, %what, "reading");
-        let headers = response.headers().clone();
-        Ok(read_limited(response, limit).await.map(|b| (headers, b)))
+        tracing::trace!(image = %self.shown, %path, "reading");
+        Ok(read_limited(response, limit).await)
     }
 
     /// The manifest (or index) `reference` names, within [`MAX_MANIFEST_BYTES`].
@@ -169,11 +155,10 @@ impl Repository<'_> {
                 &format!("manifests/{reference}"),
                 Some(MANIFEST_TYPES),
                 MAX_MANIFEST_BYTES,
-                "manifest",
             )
             .await?
         {
-            Ok((_, body)) => Ok(body),
+            Ok(body) => Ok(body),
             Err(ReadError::TooLarge) => Err(OciError::UnsupportedImage {
                 reference: self.shown.clone(),
                 reason: format!("manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
@@ -378,10 +363,10 @@ pub(crate) async fn fetch_config(
     })?;
     let config_digest = repo.checked(reference, &config.digest)?;
     let blob = match repo
-        .get(&format!("blobs/{config_digest}"), None, limit, "config")
+        .get(&format!("blobs/{config_digest}"), None, limit)
         .await?
     {
-        Ok((_, blob)) => blob,
+        Ok(blob) => blob,
         Err(ReadError::TooLarge) => {
             return Err(OciError::UnsupportedImage {
                 reference: shown,

@@ -73,13 +73,13 @@ pub use auth::{
 };
 pub use cache::{Clock, ManualClock, SystemClock};
 pub use catalog::DOCKER_HUB_API;
-pub use client::ensure_crypto_provider;
 pub use error::{OciError, OciErrorCategory};
 pub use inspector::{CachedEntries, InspectedImage, Inspector, InspectorConfig, MAX_LABEL_BYTES};
 pub use kinfer_api::aim::ImageMetadata;
 pub use labels::parse_image_metadata;
 pub use pydict::{PyLiteralError, python_literal_to_json};
 pub use reference::{DOCKER_HUB, DOCKER_HUB_API_HOST, ImageReference, ReferenceError};
+pub use registry::ensure_crypto_provider;
 
 #[cfg(test)]
 mod tests {

@@ -55,9 +55,21 @@ pub(crate) fn http_client(
     builder(connect_timeout, read_timeout).build()
 }
 
+/// Installs ring as rustls's process-wide crypto provider unless one is installed already.
+///
+/// reqwest is built without a provider of its own (the workspace keeps a single TLS provider,
+/// the ring one kube uses) and reads the process default when a client is built. Installing is
+/// idempotent: a second call, or a provider installed by the binary, wins.
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err means another thread installed one first, which is just as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// [`http_client`]'s builder (tests add a trust anchor to it).
 fn builder(connect_timeout: Duration, read_timeout: Duration) -> reqwest::ClientBuilder {
-    crate::client::ensure_crypto_provider();
+    ensure_crypto_provider();
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .read_timeout(read_timeout)

@@ -75,7 +75,7 @@ async fn serve_tls(
 #[tokio::test]
 async fn a_redirect_from_https_to_plain_http_is_refused() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    crate::client::ensure_crypto_provider();
+    ensure_crypto_provider();
     // The plain-HTTP target counts who reaches it.
     let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let plain_addr = plain.local_addr().unwrap();
