@@ -11,7 +11,7 @@ use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
 use kube::api::{Api, PostParams};
 
 use crate::install::install;
-use crate::{client, client_as, ensure_namespace, plane};
+use crate::{client, client_as, create_unless_exists, ensure_namespace, plane};
 
 const NS: &str = "fence-aim";
 const OPERATOR: &str = "system:serviceaccount:aim-system:aim-operator";
@@ -80,11 +80,7 @@ async fn the_aim_operator_may_grant_only_its_download_roles() {
 
     // What the operator really writes is accepted (the Role for real: a binding's own
     // escalation check reads the Role it binds).
-    match roles.create(&PostParams::default(), &reporter.role).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => panic!("the download Role: {e}"),
-    }
+    create_unless_exists(&roles, &reporter.role, "the download Role").await;
     create(&bindings, &reporter.binding).await.unwrap();
 
     // Any other Role or binding is refused.
@@ -103,14 +99,12 @@ async fn the_aim_operator_may_grant_only_its_download_roles() {
         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
     }))
     .unwrap();
-    match Api::<Role>::namespaced(admin, NS)
-        .create(&PostParams::default(), &tenant_role)
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => panic!("the tenant's Role: {e}"),
-    }
+    create_unless_exists(
+        &Api::<Role>::namespaced(admin, NS),
+        &tenant_role,
+        "the tenant's Role",
+    )
+    .await;
     let mut to_a_foreign_role = reporter.binding.clone();
     to_a_foreign_role.metadata.name = Some("tenant-admin".to_owned());
     to_a_foreign_role.role_ref.name = "tenant-admin".to_owned();

@@ -120,15 +120,24 @@ pub async fn client_as(kubeconfig: &Path, user: &str) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
+/// Creates `object` unless an object of its name exists (tests share one control plane and
+/// may run again); any other failure panics naming `what`.
+pub async fn create_unless_exists<K>(api: &Api<K>, object: &K, what: &str)
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), object).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("{what}: {e}"),
+    }
+}
+
 /// Creates the namespace unless it exists.
 pub async fn ensure_namespace(client: &kube::Client, name: &str) {
     let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let body = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    match nss.create(&PostParams::default(), &body).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => panic!("namespace {name}: {e}"),
-    }
+    create_unless_exists(&nss, &body, &format!("namespace {name}")).await;
 }
 
 /// The API of `object`'s kind, in its namespace (or `namespace` when it names none).

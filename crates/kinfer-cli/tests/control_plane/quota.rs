@@ -12,7 +12,7 @@ use kube::api::{Api, PostParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
-use crate::{client, ensure_namespace, root};
+use crate::{client, create_unless_exists, ensure_namespace, root};
 
 const NS: &str = "quota-jobs";
 
@@ -55,11 +55,7 @@ async fn aim_job_pods_are_admitted_where_a_quota_counts_cpu_and_memory() {
         }},
     }))
     .unwrap();
-    match quotas.create(&PostParams::default(), &quota).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => panic!("quota: {e}"),
-    }
+    create_unless_exists(&quotas, &quota, "quota").await;
     // Admission refuses every pod until the quota controller computed the quota's status.
     let computed = await_condition(quotas.clone(), "compute", |q: Option<&ResourceQuota>| {
         q.and_then(|q| q.status.as_ref())
