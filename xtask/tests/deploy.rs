@@ -205,7 +205,7 @@ fn managers_run_under_restricted_pod_security_with_probes_and_limits() {
 }
 
 #[test]
-fn rbac_has_no_wildcards_and_no_escalation_verbs() {
+fn rbac_has_no_wildcards_and_binds_only_shipped_roles_by_name() {
     let docs = kustomize_default();
     let roles = of_kind(&docs, "ClusterRole")
         .into_iter()
@@ -222,9 +222,27 @@ fn rbac_has_no_wildcards_and_no_escalation_verbs() {
             }
             for verb in rule["verbs"].as_array().expect("verbs") {
                 assert!(
-                    !["escalate", "bind", "impersonate"].contains(&verb.as_str().unwrap_or("")),
+                    !["escalate", "impersonate"].contains(&verb.as_str().unwrap_or("")),
                     "{name}: {verb}"
                 );
+                if verb == "bind" {
+                    // Only by name, only ClusterRoles the install ships (the ModelService
+                    // operator binds the Endpoint Picker's; its admission policy fences how).
+                    assert_eq!(
+                        rule["resources"],
+                        serde_json::json!(["clusterroles"]),
+                        "{name}"
+                    );
+                    let names = rule["resourceNames"].as_array().expect("bind by name");
+                    for bound in names {
+                        assert!(
+                            of_kind(&docs, "ClusterRole")
+                                .iter()
+                                .any(|r| r["metadata"]["name"] == *bound),
+                            "{name}: binds {bound}, which the install does not ship"
+                        );
+                    }
+                }
             }
             let resources = rule["resources"].as_array().cloned().unwrap_or_default();
             let verbs = rule["verbs"].as_array().cloned().unwrap_or_default();
@@ -236,13 +254,23 @@ fn rbac_has_no_wildcards_and_no_escalation_verbs() {
             }
         }
     }
-    // Leases are granted only in each operator's own namespace.
+    // Leases are granted only in each operator's own namespace, and to an Endpoint Picker in
+    // its own: the one ClusterRole holding them is bound by no ClusterRoleBinding (the operator
+    // binds it per namespace, with a RoleBinding).
     for role in of_kind(&docs, "ClusterRole") {
-        let text = role.to_string();
+        let name = &role["metadata"]["name"];
+        if !role.to_string().contains("leases") {
+            continue;
+        }
+        assert_eq!(
+            name, "kinfer-modelservice-epp-leader-election",
+            "cluster-wide leases"
+        );
         assert!(
-            !text.contains("leases"),
-            "{}: cluster-wide leases",
-            role["metadata"]["name"]
+            !of_kind(&docs, "ClusterRoleBinding")
+                .iter()
+                .any(|b| b["roleRef"]["name"] == *name),
+            "{name} is bound cluster-wide"
         );
     }
 }

@@ -1,9 +1,10 @@
-//! The metrics-auth ClusterRole and ClusterRoleBinding this operator made, as its controllers'
-//! label-scoped watches of them report them: kept in the engine's [`OwnerIndex`] by name
-//! (they carry no owner reference: a namespaced ModelService cannot own them), so a reconcile
-//! reads neither by name when it holds them: fetch reads the binding from there ([`binding`]),
-//! and the engine serves the planned ClusterRole and ClusterRoleBinding from there
-//! ([`kinfer_state::ChildStore::named`]).
+//! The metrics-auth ClusterRoleBindings this operator made, as its controllers' label-scoped
+//! watch of them reports them: kept in the engine's [`OwnerIndex`] by name (they carry no
+//! owner reference: a namespaced ModelService cannot own them), so a reconcile does not read
+//! the binding by name when it holds it: fetch reads it from there ([`binding`]), and the
+//! engine serves the planned ClusterRoleBinding from there
+//! ([`kinfer_state::ChildStore::named`]). The ClusterRole it binds ships with the install:
+//! the operator creates none, so it watches none.
 //!
 //! Contract: the index answers only for objects carrying this operator's marker, and only once
 //! a watch of the kind has listed. A miss proves nothing: the object may exist unmarked
@@ -12,16 +13,13 @@
 //! entries of `managedFields` (all the engine's diff reads; fetch decides ownership from labels
 //! and subjects, never from field managers).
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kinfer_state::pipeline::{ChildKind, ObjectKey};
 use kinfer_state::{ChildStore, OwnerIndex};
 
 /// The cluster-scoped kinds a ModelService gets, watched by label and kept in the index.
-pub fn cluster_kinds() -> [ChildKind; 2] {
-    [
-        ChildKind::of::<ClusterRole>(),
-        ChildKind::of::<ClusterRoleBinding>(),
-    ]
+pub fn cluster_kinds() -> [ChildKind; 1] {
+    [ChildKind::of::<ClusterRoleBinding>()]
 }
 
 /// The marked ClusterRoleBinding `name` when `index` holds it; `None` when it does not (or

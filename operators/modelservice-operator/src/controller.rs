@@ -17,17 +17,16 @@
 //!   not watched (so the operator needs no cluster-wide list/watch of Secrets): the engine
 //!   reads it by name on every reconcile and the plan rechecks it periodically
 //!   ([`crate::reconciler::plan`]).
-//! - The metrics-auth ClusterRoles and ClusterRoleBindings are watched cluster-wide but only
-//!   those carrying this operator's marker; a change or deletion (also one a re-list finds)
+//! - The metrics-auth ClusterRoleBindings are watched cluster-wide but only those carrying
+//!   this operator's marker; a change or deletion (also one a re-list finds)
 //!   reconciles the ModelService their parent labels name ([`parent_of`]) when it is in this
 //!   controller's namespace, which re-applies them. With several watched namespaces every
 //!   controller runs these watches: each reports, after its own re-list, every object it had
 //!   seen that is gone (even when another controller's watch saw the deletion first,
 //!   [`kinfer_state::Feed`]), so the controller of the parent's namespace always learns of
-//!   it. Both watches feed the same [`OwnerIndex`] by name ([`crate::cluster_rbac`]), so
-//!   neither fetch (the binding, [`crate::reconciler::fetch`]) nor the engine (the planned
-//!   ClusterRole and ClusterRoleBinding) reads them by name when it holds them: a no-op
-//!   reconcile sends no request.
+//!   it. The watch feeds the [`OwnerIndex`] by name ([`crate::cluster_rbac`]), so neither
+//!   fetch ([`crate::reconciler::fetch`]) nor the engine (the planned ClusterRoleBinding)
+//!   reads the binding by name when it holds it: a no-op reconcile sends no request.
 //! - When the optional CRDs change ([`crate::optional_crds`]), the controllers stop gracefully
 //!   and start again with a new pipeline and engine for the new set of owned kinds
 //!   ([`kinfer_operator::restart_on_change`]).

@@ -1,5 +1,7 @@
 //! The finalizer `model.otterscale.io/epp-cluster-rbac`: removal of the Endpoint Picker's
-//! cluster-scoped metrics-auth RBAC, which owner references cannot reach.
+//! cluster-scoped metrics-auth RBAC, which owner references cannot reach: the
+//! ClusterRoleBinding of the shipped metrics ClusterRole, and the per-ModelService ClusterRoles
+//! an earlier kinfer or upstream's operator made (kinfer creates none now).
 //!
 //! Contract (NOTES section b rows 17-18, defect g17 fixed), run by the engine's finalizer flow
 //! ([`kinfer_state::Pipeline::needs_finalizer`], [`kinfer_state::Pipeline::finalize`]):
@@ -168,6 +170,41 @@ async fn delete_upstream(client: &Client, ms: &ModelService) -> Result<usize, ku
     }
     deleted += usize::from(delete_exact(&roles, &role.name_any(), role.uid().as_deref()).await?);
     Ok(deleted)
+}
+
+/// Deletes the ClusterRoleBinding `binding` of `ms` (the caller decided it is `ms`'s) whose
+/// `roleRef` is not the shipped metrics ClusterRole, then the ClusterRole it referenced when
+/// that was made for `ms` (this operator's parent labels for it, or upstream's labels for it);
+/// each with its UID as precondition, 404 and 409 counting as done. The roleRef is immutable,
+/// so the next apply creates the binding anew; see [`crate::reconciler::fetch`].
+pub async fn retire_legacy_binding(
+    client: &Client,
+    ms: &ModelService,
+    binding: &ClusterRoleBinding,
+) -> Result<(), kube::Error> {
+    let bindings = Api::<ClusterRoleBinding>::all(client.clone());
+    delete_exact(&bindings, &binding.name_any(), binding.uid().as_deref()).await?;
+    let role_name = &binding.role_ref.name;
+    if binding.role_ref.kind != "ClusterRole"
+        || role_name == kinfer_builders::epp::METRICS_AUTH_CLUSTER_ROLE
+        || role_name == kinfer_builders::epp::LEADER_ELECTION_CLUSTER_ROLE
+    {
+        return Ok(());
+    }
+    let roles = Api::<ClusterRole>::all(client.clone());
+    let Some(role) = roles.get_opt(role_name).await? else {
+        return Ok(());
+    };
+    let parent = (ms.namespace().unwrap_or_default(), ms.name_any());
+    if parent_ref(&role.metadata) == Some(parent) || adopt::adoptable_meta(ms, &role.metadata) {
+        delete_exact(&roles, role_name, role.uid().as_deref()).await?;
+        tracing::info!(
+            binding = %binding.name_any(),
+            role = %role_name,
+            "per-ModelService metrics ClusterRole retired for the shipped one"
+        );
+    }
+    Ok(())
 }
 
 /// Deletes the Endpoint Picker's token Secret of `ms` if it is this ModelService's child (its

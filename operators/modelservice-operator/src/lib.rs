@@ -8,16 +8,17 @@
 //! - Deployments `<ms>-decode` and, with `spec.prefill`, `<ms>-prefill` (vLLM, the `kit
 //!   unpack` init container, probes, `/dev/shm`, the routing sidecar in decode pods);
 //! - the InferencePool `<ms>` and its Endpoint Picker `<ms>-epp` (Deployment, Service, plugins
-//!   ConfigMap with a config hash that rolls the EPP, ServiceAccount, Role/RoleBinding, token
-//!   Secret, metrics-auth ClusterRole/ClusterRoleBinding `<namespace>-<epp>` behind a
-//!   finalizer, ServiceMonitor, Istio DestinationRule);
+//!   ConfigMap with a config hash that rolls the EPP, ServiceAccount, Role/RoleBinding, the
+//!   RoleBinding `<epp>-leader-election` of the shipped leader-election ClusterRole, token
+//!   Secret, the ClusterRoleBinding `<namespace>-<epp>` of the shipped metrics ClusterRole
+//!   behind a finalizer, ServiceMonitor, Istio DestinationRule);
 //! - the HTTPRoute `<ms>` (from `spec.httpRoute` or the operator's default Gateway);
 //! - PodMonitors `<ms>-decode` / `<ms>-prefill`.
 //!
 //! Modules: [`app`] (the `run` flags and the entry point the binary calls), [`config`] (the
 //! operator settings), [`optional_crds`] (the view of prometheus-operator, Istio, Gateway API
 //! and InferencePool CRDs), [`reconciler`] (fetch, compose, plan, status), [`finalizer`],
-//! [`cluster_rbac`] (the watched metrics-auth ClusterRole and ClusterRoleBinding),
+//! [`cluster_rbac`] (the watched metrics-auth ClusterRoleBindings),
 //! [`controller`] (which kinds the controllers watch). The plumbing (flags, endpoints, leader
 //! election, optional-CRD watch, controller wiring) is `kinfer_operator`'s.
 //! `docs/modelservice.md` is the user guide.

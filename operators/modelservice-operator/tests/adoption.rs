@@ -279,20 +279,33 @@ async fn upstream_objects_are_adopted_and_foreign_ones_refused() {
         cm.data.unwrap()["default-plugins.yaml"].contains("queue-scorer"),
         "our plugins config"
     );
-    let cr: ClusterRole = Api::all(h.client.clone())
-        .get("default-adopt-epp")
-        .await
-        .unwrap();
-    assert!(kinfer_marked(&cr), "{:?}", cr.metadata);
-    assert_eq!(
-        Some(
-            &uids
-                .iter()
-                .find(|(k, _)| k == "ClusterRole/default-adopt-epp")
-                .unwrap()
-                .1
-        ),
-        cr.uid().as_ref()
+    // Upstream's metrics ClusterRoleBinding binds its per-ModelService ClusterRole, and a
+    // binding's roleRef is immutable: it is replaced by one of the shipped ClusterRole, and
+    // upstream's ClusterRole goes.
+    let crb: ClusterRoleBinding = common::wait(
+        Api::all(h.client.clone()),
+        "default-adopt-epp",
+        "the binding of the shipped ClusterRole",
+        |b: Option<&ClusterRoleBinding>| {
+            b.is_some_and(|b| b.role_ref.name == kinfer_builders::epp::METRICS_AUTH_CLUSTER_ROLE)
+        },
+    )
+    .await
+    .unwrap();
+    assert!(kinfer_marked(&crb), "{:?}", crb.metadata);
+    let upstream_uid = |id: &str| uids.iter().find(|(k, _)| k == id).unwrap().1.clone();
+    assert_ne!(
+        Some(upstream_uid("ClusterRoleBinding/default-adopt-epp")),
+        crb.uid(),
+        "a new binding"
+    );
+    assert!(
+        Api::<ClusterRole>::all(h.client.clone())
+            .get_opt("default-adopt-epp")
+            .await
+            .unwrap()
+            .is_none(),
+        "upstream's per-ModelService ClusterRole is deleted"
     );
     // No duplicates: the namespace holds exactly one decode and one EPP Deployment for it.
     let deployments: BTreeSet<String> = Api::<Deployment>::namespaced(h.client.clone(), "default")

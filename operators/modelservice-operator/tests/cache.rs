@@ -1,10 +1,9 @@
 //! Children from the controller's watch caches (`kinfer_state::child_watch` feeding the
 //! engine's `OwnerIndex`, wired in `controller::run`): once the watches have listed, the
 //! reconciles that repair a deleted child send no LIST at all, where a reconcile without the
-//! cache LISTs each of the eleven owned kinds. The metrics-auth ClusterRole and
-//! ClusterRoleBinding come from the controllers' watches of them too (`cluster_rbac`): neither
-//! fetch nor the engine reads them by name (before, each reconcile read both, fetch the
-//! binding a second time without its view).
+//! cache LISTs each of the eleven owned kinds. The metrics-auth ClusterRoleBinding comes from
+//! the controllers' watch of it too (`cluster_rbac`): neither fetch nor the engine reads it by
+//! name.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

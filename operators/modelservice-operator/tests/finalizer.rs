@@ -23,9 +23,7 @@ async fn deleting_the_modelservice_removes_cluster_rbac_through_the_finalizer() 
     h.create(&minimal("fin", "default")).await;
     let ms = h.wait_ready("default", "fin").await;
     assert!(ms.finalizers().contains(&FINALIZER.to_owned()));
-    let roles: Api<ClusterRole> = Api::all(h.client.clone());
     let bindings: Api<ClusterRoleBinding> = Api::all(h.client.clone());
-    assert!(roles.get_opt("default-fin-epp").await.unwrap().is_some());
     assert!(bindings.get_opt("default-fin-epp").await.unwrap().is_some());
     let api: Api<ModelService> = Api::namespaced(h.client.clone(), "default");
     api.delete("fin", &DeleteParams::default()).await.unwrap();
@@ -36,7 +34,6 @@ async fn deleting_the_modelservice_removes_cluster_rbac_through_the_finalizer() 
         |o: Option<&ModelService>| o.is_none(),
     )
     .await;
-    assert!(roles.get_opt("default-fin-epp").await.unwrap().is_none());
     assert!(bindings.get_opt("default-fin-epp").await.unwrap().is_none());
 }
 
@@ -53,8 +50,14 @@ async fn no_finalizer_without_cluster_rbac() {
     h.create(&minimal("nofin", "default")).await;
     let ms = h.wait_ready("default", "nofin").await;
     assert!(ms.finalizers().is_empty());
-    let roles: Api<ClusterRole> = Api::all(h.client.clone());
-    assert!(roles.get_opt("default-nofin-epp").await.unwrap().is_none());
+    let bindings: Api<ClusterRoleBinding> = Api::all(h.client.clone());
+    assert!(
+        bindings
+            .get_opt("default-nofin-epp")
+            .await
+            .unwrap()
+            .is_none()
+    );
     let epp: Deployment = h.get("default", "nofin-epp").await.unwrap();
     assert!(
         container(&epp, "epp")
@@ -70,9 +73,9 @@ async fn turning_metrics_auth_off_releases_the_finalizer_and_the_cluster_rbac() 
     h.create(&minimal("release", "default")).await;
     let ms = h.wait_ready("default", "release").await;
     assert!(ms.finalizers().contains(&FINALIZER.to_owned()));
-    let roles: Api<ClusterRole> = Api::all(h.client.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(h.client.clone());
     assert!(
-        roles
+        bindings
             .get_opt("default-release-epp")
             .await
             .unwrap()
@@ -97,14 +100,6 @@ async fn turning_metrics_auth_off_releases_the_finalizer_and_the_cluster_rbac() 
         ms.finalizers().is_empty()
     })
     .await;
-    assert!(
-        roles
-            .get_opt("default-release-epp")
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let bindings: Api<ClusterRoleBinding> = Api::all(h.client.clone());
     assert!(
         bindings
             .get_opt("default-release-epp")
@@ -132,9 +127,7 @@ async fn deleting_the_namespace_removes_cluster_rbac() {
     let h = Harness::start().await;
     h.create(&minimal("nsdel", "team-a")).await;
     h.wait_ready("team-a", "nsdel").await;
-    let roles: Api<ClusterRole> = Api::all(h.client.clone());
     let bindings: Api<ClusterRoleBinding> = Api::all(h.client.clone());
-    assert!(roles.get_opt("team-a-nsdel-epp").await.unwrap().is_some());
     assert!(
         bindings
             .get_opt("team-a-nsdel-epp")
@@ -154,7 +147,6 @@ async fn deleting_the_namespace_removes_cluster_rbac() {
         |o: Option<&Namespace>| o.is_none(),
     )
     .await;
-    assert!(roles.get_opt("team-a-nsdel-epp").await.unwrap().is_none());
     assert!(
         bindings
             .get_opt("team-a-nsdel-epp")

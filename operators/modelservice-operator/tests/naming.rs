@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Harness, assert_valid_names, minimal};
-use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::Api;
 
 #[tokio::test]
@@ -26,7 +26,7 @@ async fn dotted_and_60_character_names_give_valid_names_everywhere() {
         .collect();
     assert!(names.contains(&"llama-3-1-8b-epp"), "{names:?}");
     assert!(names.contains(&"llama-3.1-8b-decode"), "{names:?}");
-    let cr: Option<ClusterRole> = Api::all(h.client.clone())
+    let cr: Option<ClusterRoleBinding> = Api::all(h.client.clone())
         .get_opt("default-llama-3-1-8b-epp")
         .await
         .unwrap();

@@ -2,8 +2,7 @@
 //! nothing else.
 //! Its namespaced children come from
 //! the controllers' label-scoped watch caches, and so does its cluster-scoped metrics-auth
-//! ClusterRole and ClusterRoleBinding (applied without an owner reference, labelled with their
-//! parent): the engine reads a planned object by name only when no cache holds it (a new
+//! ClusterRoleBinding (applied without an owner reference, labelled with its parent): the engine reads a planned object by name only when no cache holds it (a new
 //! object, or a foreign one of the same name, which it must refuse rather than take over).
 //! The Endpoint Picker's token Secret, of a kind the operator does not watch (no cluster-wide
 //! Secret access), is read by name on every reconcile: nothing else would show it gone.

@@ -13,8 +13,9 @@ use std::path::Path;
 
 use clap::Parser;
 use common::{Harness, minimal};
-use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use kinfer_api::modelservice::ModelService;
+use kinfer_builders::epp;
 use kube::api::{Api, DeleteParams, ListParams};
 use modelservice_operator::app::{RunArgs, run};
 use modelservice_operator::{OperatorConfig, OptionalCrds};
@@ -41,6 +42,15 @@ fn deployed_rules() -> (Vec<PolicyRule>, Vec<PolicyRule>) {
         rules("cluster_role.yaml", "ClusterRole"),
         rules("leader_election_role.yaml", "Role"),
     )
+}
+
+/// Whether `rules` grant `bind` on the ClusterRole `name`, by name.
+fn bindable(rules: &[PolicyRule], name: &str) -> bool {
+    rules.iter().any(|r| {
+        r.verbs.iter().any(|v| v == "bind")
+            && has(r.resources.as_ref(), "clusterroles")
+            && has(r.resource_names.as_ref(), name)
+    })
 }
 
 fn has(list: Option<&Vec<String>>, value: &str) -> bool {
@@ -118,32 +128,63 @@ async fn deployed_rbac_grants_every_request_and_every_rule_the_operator_hands_ou
     ms["spec"]["prefill"] = serde_json::json!({"replicas": 1});
     ms["spec"]["routingProxy"] = serde_json::json!({});
     ms["spec"]["model"]["imagePullSecrets"] = serde_json::json!([{"name": "pull"}]);
+    // Two Endpoint Picker replicas elect a leader: the leader-election binding too.
+    ms["spec"]["inferencePool"] = serde_json::json!({"endpointPicker": {"replicas": 2}});
     h.create(&ms).await;
     h.wait_ready("team-a", "rbac").await;
 
-    // What the operator handed out must be within what it holds (RBAC escalation check).
+    // What the operator handed out must be within what it holds (RBAC escalation check), or
+    // a ClusterRole it may bind by name (the shipped Endpoint Picker roles).
     let marked = ListParams::default().labels("kinfer.dev/managed-by=kinfer-modelservice");
     let roles = Api::<Role>::namespaced(h.client.clone(), "team-a")
         .list(&marked)
         .await
         .unwrap();
-    let cluster_roles = Api::<ClusterRole>::all(h.client.clone())
-        .list(&marked)
-        .await
-        .unwrap();
-    assert!(!roles.items.is_empty() && !cluster_roles.items.is_empty());
+    assert!(!roles.items.is_empty());
     for rule in roles
         .iter()
         .flat_map(|r| r.rules.clone().unwrap_or_default())
-        .chain(
-            cluster_roles
-                .iter()
-                .flat_map(|r| r.rules.clone().unwrap_or_default()),
-        )
     {
         assert!(
             covers(&operator_rules, &rule),
             "the operator grants what it does not hold: {rule:?}"
+        );
+    }
+    assert!(
+        Api::<ClusterRole>::all(h.client.clone())
+            .list(&marked)
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "the operator creates no ClusterRole"
+    );
+    let cluster_bound: Vec<String> = Api::<ClusterRoleBinding>::all(h.client.clone())
+        .list(&marked)
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.role_ref.clone())
+        .chain(
+            Api::<RoleBinding>::namespaced(h.client.clone(), "team-a")
+                .list(&marked)
+                .await
+                .unwrap()
+                .iter()
+                .map(|b| b.role_ref.clone()),
+        )
+        .filter(|r| r.kind == "ClusterRole")
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(
+        cluster_bound.len(),
+        2,
+        "the metrics and the leader-election bindings: {cluster_bound:?}"
+    );
+    for role in &cluster_bound {
+        assert!(
+            bindable(&operator_rules, role),
+            "the operator binds a ClusterRole it may not: {role}"
         );
     }
 
@@ -188,7 +229,7 @@ async fn deployed_rbac_grants_every_request_and_every_rule_the_operator_hands_ou
     for (verb, resource) in [
         ("get", "secrets"),
         ("list", "clusterrolebindings"),
-        ("watch", "clusterroles"),
+        ("watch", "clusterrolebindings"),
         ("patch", "modelservices/status"),
         ("patch", "modelservices"),
         ("get", "leases"),
@@ -198,4 +239,43 @@ async fn deployed_rbac_grants_every_request_and_every_rule_the_operator_hands_ou
             "{verb} {resource} was not exercised"
         );
     }
+}
+
+/// The ClusterRoles the install ships for every Endpoint Picker hold exactly the rules the
+/// builders name them for, and the operator may bind both.
+#[test]
+fn the_shipped_endpoint_picker_roles_are_the_builders_and_bindable() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/modelservice-operator");
+    let shipped: Vec<ClusterRole> =
+        kinfer_crdcheck::load_yaml_documents(&dir.join("epp_roles.yaml"))
+            .into_iter()
+            .map(|d| serde_json::from_value(d).unwrap())
+            .collect();
+    let rules_of = |name: &str| {
+        shipped
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(name))
+            .and_then(|r| r.rules.clone())
+            .unwrap_or_else(|| panic!("{name} is not shipped"))
+    };
+    assert_eq!(
+        rules_of(epp::METRICS_AUTH_CLUSTER_ROLE),
+        epp::metrics_auth_rules()
+    );
+    assert_eq!(
+        rules_of(epp::LEADER_ELECTION_CLUSTER_ROLE),
+        epp::leader_election_rules()
+    );
+    let (operator_rules, _) = deployed_rules();
+    for name in [
+        epp::METRICS_AUTH_CLUSTER_ROLE,
+        epp::LEADER_ELECTION_CLUSTER_ROLE,
+    ] {
+        assert!(bindable(&operator_rules, name), "{name}");
+    }
+    // It holds none of the metrics role's URL grant itself.
+    assert!(
+        !operator_rules.iter().any(|r| r.non_resource_urls.is_some()),
+        "the operator holds a non-resource URL"
+    );
 }

@@ -205,9 +205,9 @@ fn zerfoo() -> Scenario {
 /// N minimal ModelServices (one decode replica, NVIDIA), under the operator's defaults
 /// (Istio provider, default Gateway route, metrics auth): the children depend on those
 /// defaults, so they are counted rather than fixed. Every kind a ModelService owns is listed,
-/// the Endpoint Picker's token Secret included; the metrics-auth ClusterRole and
-/// ClusterRoleBinding carry no owner reference, so they are not children here (they and the
-/// finalizer are writes beyond the minimum, necessary ones: see docs/operations.md).
+/// the Endpoint Picker's token Secret included; the metrics-auth ClusterRoleBinding carries no
+/// owner reference, so it is not a child here (it and the finalizer are writes beyond the
+/// minimum, necessary ones: see docs/operations.md).
 fn modelservice() -> Scenario {
     Scenario {
         name: "modelservice",

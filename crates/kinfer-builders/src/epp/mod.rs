@@ -3,16 +3,19 @@
 //! Contract (`../shared/reference/modelservice/NOTES.md` section c): a Deployment (args,
 //! ports 9002 ext-proc / 9003 health / 9090 metrics, gRPC probes, leader election when
 //! replicas > 1, a `checksum/config` pod annotation that changes exactly when the config does),
-//! its Service, the plugins ConfigMap, ServiceAccount, Role and RoleBinding; with metrics
-//! authentication a ClusterRole and ClusterRoleBinding and a token Secret (not for the GKE
-//! provider, which scrapes with its own identity); optionally a ServiceMonitor (with the
-//! token as bearer authorization) and an Istio DestinationRule; with tracing, the
-//! OpenTelemetry exporter env. Names and labels are otterscale's
-//! ([`naming::modelservice`], [`labels::otterscale`]): `<epp>` = `<ms>-epp`, `<epp>-config`,
-//! `<epp>-sa-metrics-reader-secret`, ClusterRole/Binding `<namespace>-<epp>`; labels
-//! `Selector(<epp>, "epp")`, plus the parent labels and annotation on the cluster RBAC; the Deployment selects those plus `inferencepool: <epp>`; the EPP
-//! serves the pool `<ms>`. A custom config's file name must be a valid ConfigMap key that is
-//! not a path.
+//! its Service, the plugins ConfigMap, ServiceAccount, Role and RoleBinding; with leader
+//! election a RoleBinding `<epp>-leader-election` of the shipped leader-election ClusterRole;
+//! with metrics authentication a ClusterRoleBinding of the shipped metrics ClusterRole and a
+//! token Secret (not for the GKE provider, which scrapes with its own identity); optionally a
+//! ServiceMonitor (with the token as bearer authorization) and an Istio DestinationRule; with
+//! tracing, the OpenTelemetry exporter env. No ClusterRole is built: the two the EPP is bound
+//! to ship with the install ([`METRICS_AUTH_CLUSTER_ROLE`], [`LEADER_ELECTION_CLUSTER_ROLE`]).
+//! Names and labels are otterscale's ([`naming::modelservice`], [`labels::otterscale`]):
+//! `<epp>` = `<ms>-epp`, `<epp>-config`, `<epp>-sa-metrics-reader-secret`, ClusterRoleBinding
+//! `<namespace>-<epp>`; labels `Selector(<epp>, "epp")`, plus the parent labels and annotation
+//! on the ClusterRoleBinding; the Deployment selects those plus `inferencepool: <epp>`; the
+//! EPP serves the pool `<ms>`. A custom config's file name must be a valid ConfigMap key that
+//! is not a path.
 
 mod config;
 mod deployment;
@@ -24,13 +27,17 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ResourceRequirements, Secret, Service, ServiceAccount,
 };
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kinfer_api::istio::DestinationRule;
 use kinfer_api::monitoring::ServiceMonitor;
 use serde::{Deserialize, Serialize};
 
 pub use config::{DEFAULT_PLUGINS, EppConfig, PD_CONFIG, config_hash};
 pub use deployment::{CONFIG_HASH_ANNOTATION, GRPC_HEALTH_PORT, METRICS_PORT, OTEL_SERVICE};
+pub use rbac::{
+    LEADER_ELECTION_CLUSTER_ROLE, METRICS_AUTH_CLUSTER_ROLE, leader_election_rules,
+    metrics_auth_rules,
+};
 
 use crate::error::Error;
 use crate::labels;
@@ -105,9 +112,9 @@ pub struct EppBundle {
     pub role: Role,
     /// RoleBinding.
     pub role_binding: RoleBinding,
-    /// Metrics-auth ClusterRole (with `metrics_auth`).
-    pub cluster_role: Option<ClusterRole>,
-    /// Its binding.
+    /// The binding of [`LEADER_ELECTION_CLUSTER_ROLE`] (replicas > 1).
+    pub leader_election_binding: Option<RoleBinding>,
+    /// The binding of [`METRICS_AUTH_CLUSTER_ROLE`] (with `metrics_auth`).
     pub cluster_role_binding: Option<ClusterRoleBinding>,
     /// Token for Prometheus (with `metrics_auth`).
     pub token_secret: Option<Secret>,
@@ -173,18 +180,13 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
         ],
     );
 
-    let (cluster_role, cluster_role_binding, token_secret) = if input.metrics_auth {
+    let (cluster_role_binding, token_secret) = if input.metrics_auth {
         let cluster_name = naming::modelservice::epp_cluster_rbac_name(ns, &name)?;
         let secret_name = naming::modelservice::epp_token_secret_name(&name)?;
         let mut cluster_labels = object_labels.clone();
         cluster_labels.extend(labels::parent_labels(ns, parent.name.as_str()));
         let cluster_annotations = labels::parent_annotations(ns, parent.name.as_str());
         (
-            Some(rbac::cluster_role(
-                cluster_name.as_str(),
-                cluster_labels.clone(),
-                cluster_annotations.clone(),
-            )),
             Some(rbac::cluster_role_binding(
                 cluster_name.as_str(),
                 name.as_str(),
@@ -202,7 +204,18 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
             }),
         )
     } else {
-        (None, None, None)
+        (None, None)
+    };
+    let leader_election_binding = if input.replicas > 1 {
+        let binding = naming::modelservice::epp_leader_election_binding_name(&name)?;
+        Some(rbac::leader_election_binding(
+            binding.as_str(),
+            name.as_str(),
+            ns,
+            object_labels.clone(),
+        ))
+    } else {
+        None
     };
     let service_monitor = input.service_monitor.then(|| {
         let secret = token_secret
@@ -221,9 +234,9 @@ pub fn epp_bundle(input: &EppInput) -> Result<EppBundle, Error> {
         config_map,
         deployment,
         service,
-        role: rbac::role(name.as_str(), ns, object_labels.clone(), input.replicas > 1),
+        role: rbac::role(name.as_str(), ns, object_labels.clone()),
         role_binding: rbac::role_binding(name.as_str(), ns, object_labels.clone()),
-        cluster_role,
+        leader_election_binding,
         cluster_role_binding,
         token_secret,
         service_monitor,

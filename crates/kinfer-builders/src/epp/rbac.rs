@@ -1,19 +1,26 @@
-//! The EPP's ServiceAccount, Role/RoleBinding, metrics-auth ClusterRole/ClusterRoleBinding and
-//! token Secret.
+//! The EPP's ServiceAccount, Role/RoleBinding, leader-election RoleBinding, metrics-auth
+//! ClusterRoleBinding and token Secret, and the rules of the two ClusterRoles the install ships
+//! for every Endpoint Picker.
 //!
 //! Contract: the Role lets the EPP watch pods, inference objectives, model rewrites and pools
-//! in its namespace, plus leases and events when it elects a leader (replicas > 1); the
-//! ClusterRole (cluster-scoped, named `<namespace>-<epp>`) grants token reviews, subject access
-//! reviews and `GET /metrics`, which the EPP's authenticated metrics endpoint needs, and it and
-//! its binding carry the parent's labels and annotation ([`crate::labels::parent_labels`]),
-//! because no owner reference can reach them and their name is ambiguous across namespaces;
-//! the token Secret gives Prometheus a bearer token of the EPP's ServiceAccount.
+//! in its namespace. Two grants come from ClusterRoles shipped once in the install
+//! (`deploy/modelservice-operator/epp_roles.yaml`, whose rules are [`metrics_auth_rules`] and
+//! [`leader_election_rules`]), never created per ModelService: the leases and events of leader
+//! election (replicas > 1), bound in the EPP's namespace by a RoleBinding
+//! `<epp>-leader-election`; and the token reviews, subject access reviews and `GET /metrics`
+//! the EPP's authenticated metrics endpoint needs, bound cluster-wide by a ClusterRoleBinding
+//! `<namespace>-<epp>` (upstream's name). The operator binds them with the `bind` verb on those
+//! two names, so it holds none of their permissions for the Endpoint Picker, and the
+//! install's admission policy lets it bind nothing else. The ClusterRoleBinding carries the
+//! parent's labels and annotation ([`crate::labels::parent_labels`]), because no owner
+//! reference can reach it and its name is ambiguous across namespaces; the token Secret gives
+//! Prometheus a bearer token of the EPP's ServiceAccount.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+    ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
 
 use crate::meta::object_meta;
@@ -30,6 +37,42 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
 
 const READ: &[&str] = &["get", "list", "watch"];
 
+/// The shipped ClusterRole every Endpoint Picker's metrics endpoint is bound to.
+pub const METRICS_AUTH_CLUSTER_ROLE: &str = "kinfer-modelservice-epp-metrics";
+/// The shipped ClusterRole an Endpoint Picker that elects a leader is bound to in its namespace.
+pub const LEADER_ELECTION_CLUSTER_ROLE: &str = "kinfer-modelservice-epp-leader-election";
+
+/// The rules of [`METRICS_AUTH_CLUSTER_ROLE`]: what an authenticated metrics endpoint needs.
+pub fn metrics_auth_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
+        PolicyRule {
+            non_resource_urls: Some(vec!["/metrics".to_owned()]),
+            verbs: vec!["get".to_owned()],
+            ..PolicyRule::default()
+        },
+    ]
+}
+
+/// The rules of [`LEADER_ELECTION_CLUSTER_ROLE`]: its Lease and its events.
+pub fn leader_election_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        rule(&[""], &["events"], &["create", "patch"]),
+    ]
+}
+
 /// The EPP ServiceAccount (no automatic token mount beyond the pod's own).
 pub fn service_account(
     name: &str,
@@ -43,13 +86,8 @@ pub fn service_account(
 }
 
 /// The namespaced Role.
-pub fn role(
-    name: &str,
-    namespace: &str,
-    labels: BTreeMap<String, String>,
-    leader_election: bool,
-) -> Role {
-    let mut rules = vec![
+pub fn role(name: &str, namespace: &str, labels: BTreeMap<String, String>) -> Role {
+    let rules = vec![
         rule(&[""], &["pods"], READ),
         rule(
             &["inference.networking.x-k8s.io"],
@@ -58,16 +96,6 @@ pub fn role(
         ),
         rule(&["inference.networking.k8s.io"], &["inferencepools"], READ),
     ];
-    if leader_election {
-        rules.push(rule(
-            &["coordination.k8s.io"],
-            &["leases"],
-            &[
-                "get", "list", "watch", "create", "update", "patch", "delete",
-            ],
-        ));
-        rules.push(rule(&[""], &["events"], &["create", "patch"]));
-    }
     Role {
         metadata: object_meta(name, Some(namespace), labels, BTreeMap::new()),
         rules: Some(rules),
@@ -100,43 +128,34 @@ pub fn role_binding(name: &str, namespace: &str, labels: BTreeMap<String, String
     }
 }
 
-/// The metrics-auth ClusterRole; `labels` and `annotations` name its parent (no owner
-/// reference reaches a cluster-scoped object).
-pub fn cluster_role(
-    name: &str,
+/// The RoleBinding `binding` of [`LEADER_ELECTION_CLUSTER_ROLE`] to the ServiceAccount
+/// `account`, in its namespace.
+pub fn leader_election_binding(
+    binding: &str,
+    account: &str,
+    namespace: &str,
     labels: BTreeMap<String, String>,
-    annotations: BTreeMap<String, String>,
-) -> ClusterRole {
-    ClusterRole {
-        metadata: object_meta(name, None, labels, annotations),
-        rules: Some(vec![
-            rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
-            rule(
-                &["authorization.k8s.io"],
-                &["subjectaccessreviews"],
-                &["create"],
-            ),
-            PolicyRule {
-                non_resource_urls: Some(vec!["/metrics".to_owned()]),
-                verbs: vec!["get".to_owned()],
-                ..PolicyRule::default()
-            },
-        ]),
-        aggregation_rule: None,
+) -> RoleBinding {
+    RoleBinding {
+        metadata: object_meta(binding, Some(namespace), labels, BTreeMap::new()),
+        role_ref: role_ref("ClusterRole", LEADER_ELECTION_CLUSTER_ROLE),
+        subjects: Some(vec![subject(account, namespace)]),
     }
 }
 
-/// The ClusterRoleBinding of `cluster_role` to the EPP ServiceAccount.
+/// The ClusterRoleBinding `binding` of [`METRICS_AUTH_CLUSTER_ROLE`] to the EPP
+/// ServiceAccount; `labels` and `annotations` name its parent (no owner reference reaches a
+/// cluster-scoped object).
 pub fn cluster_role_binding(
-    cluster_role: &str,
+    binding: &str,
     account: &str,
     namespace: &str,
     labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
 ) -> ClusterRoleBinding {
     ClusterRoleBinding {
-        metadata: object_meta(cluster_role, None, labels, annotations),
-        role_ref: role_ref("ClusterRole", cluster_role),
+        metadata: object_meta(binding, None, labels, annotations),
+        role_ref: role_ref("ClusterRole", METRICS_AUTH_CLUSTER_ROLE),
         subjects: Some(vec![subject(account, namespace)]),
     }
 }

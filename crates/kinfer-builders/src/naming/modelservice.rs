@@ -52,10 +52,17 @@ pub fn epp_token_secret_name(epp: &Dns1035Label) -> Result<Dns1123Subdomain, Nam
     Dns1123Subdomain::new(format!("{epp}-sa-metrics-reader-secret"))
 }
 
-/// Row 17: the metrics-auth ClusterRole and ClusterRoleBinding, `<namespace>-<epp>`.
+/// The RoleBinding of the shipped leader-election ClusterRole, `<epp>-leader-election` (upstream
+/// puts those rules in the Role `<epp>`; GAIE names its binding alike).
+pub fn epp_leader_election_binding_name(epp: &Dns1035Label) -> Result<Dns1123Subdomain, NameError> {
+    Dns1123Subdomain::new(format!("{epp}-leader-election"))
+}
+
+/// Row 17: the metrics-auth ClusterRoleBinding (and upstream's ClusterRole),
+/// `<namespace>-<epp>`.
 ///
 /// Upstream's rule: `-` joins two names that may contain `-`, so namespace `a-b` with EPP
-/// `c-epp` and namespace `a` with EPP `b-c-epp` share a ClusterRole. Kept for adoption (the
+/// `c-epp` and namespace `a` with EPP `b-c-epp` share a ClusterRoleBinding. Kept for adoption (the
 /// objects have no owner and upstream's finalizer deletes them by this name); the caller must
 /// not delete or overwrite such an object whose binding subject is another namespace's EPP.
 pub fn epp_cluster_rbac_name(

@@ -188,7 +188,7 @@ fn children(name: &str, ns: &str) -> Vec<(&'static str, String, Class)> {
         Class::Subdomain,
     ));
     let epp: crate::epp::EppInput = serde_json::from_value(serde_json::json!({
-        "parent": parent, "image": "epp", "replicas": 1, "port": 9002,
+        "parent": parent, "image": "epp", "replicas": 2, "port": 9002,
         "config": {"kind": "default"}, "metricsAuth": true, "serviceMonitor": true, "istio": true
     }))
     .expect("input");
@@ -214,8 +214,15 @@ fn children(name: &str, ns: &str) -> Vec<(&'static str, String, Class)> {
         Class::Subdomain,
     ));
     out.push(("Role", meta_name(&b.role.metadata), Class::Subdomain));
-    if let Some(cr) = &b.cluster_role {
-        out.push(("ClusterRole", meta_name(&cr.metadata), Class::Subdomain));
+    if let Some(crb) = &b.cluster_role_binding {
+        out.push((
+            "ClusterRoleBinding",
+            meta_name(&crb.metadata),
+            Class::Subdomain,
+        ));
+    }
+    if let Some(rb) = &b.leader_election_binding {
+        out.push(("RoleBinding", meta_name(&rb.metadata), Class::Subdomain));
     }
     if let Some(secret) = &b.token_secret {
         out.push(("Secret", meta_name(&secret.metadata), Class::Subdomain));
@@ -287,7 +294,8 @@ proptest! {
         let aim_distinct = !same_epp && aim_fits(&a) && aim_fits(&b);
         for ((kind, x, _), (_, y, _)) in children(&a, &ns_a).iter().zip(children(&b, &ns_a)) {
             let epp_family = kind.contains("epp")
-                || ["ConfigMap", "ServiceAccount", "Role", "ClusterRole", "Secret"].contains(kind);
+                || ["ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Secret"]
+                    .contains(kind);
             if same_epp && epp_family {
                 continue;
             }

@@ -3,7 +3,9 @@ use std::path::Path;
 use kinfer_api::istio::DestinationRule;
 use kinfer_api::monitoring::ServiceMonitor;
 use kinfer_builders::epp::{
-    CONFIG_HASH_ANNOTATION, DEFAULT_PLUGINS, EppBundle, EppConfig, EppInput, PD_CONFIG, epp_bundle,
+    CONFIG_HASH_ANNOTATION, DEFAULT_PLUGINS, EppBundle, EppConfig, EppInput,
+    LEADER_ELECTION_CLUSTER_ROLE, METRICS_AUTH_CLUSTER_ROLE, PD_CONFIG, epp_bundle,
+    leader_election_rules,
 };
 use kinfer_crdcheck::shared_dir;
 use serde_json::Value;
@@ -22,7 +24,7 @@ fn check(b: &EppBundle) {
     assert_core_valid(&b.service);
     assert_core_valid(&b.role);
     assert_core_valid(&b.role_binding);
-    b.cluster_role.iter().for_each(assert_core_valid);
+    b.leader_election_binding.iter().for_each(assert_core_valid);
     b.cluster_role_binding.iter().for_each(assert_core_valid);
     b.token_secret.iter().for_each(assert_core_valid);
     if let Some(sm) = &b.service_monitor {
@@ -69,12 +71,14 @@ fn args(b: &EppBundle) -> Vec<String> {
 fn default_bundle_validates_and_snapshots() {
     let b = bundle("epp");
     check(&b);
-    assert!(b.cluster_role.is_some() && b.token_secret.is_some());
-    assert_eq!(
-        b.cluster_role
-            .as_ref()
-            .and_then(|c| c.metadata.name.as_deref()),
-        Some("team-b-llama-epp")
+    assert!(b.cluster_role_binding.is_some() && b.token_secret.is_some());
+    let binding = b.cluster_role_binding.as_ref().expect("binding");
+    assert_eq!(binding.metadata.name.as_deref(), Some("team-b-llama-epp"));
+    // The shipped ClusterRole, never one per ModelService.
+    assert_eq!(binding.role_ref.name, METRICS_AUTH_CLUSTER_ROLE);
+    assert!(
+        b.leader_election_binding.is_none(),
+        "one replica elects no leader"
     );
     let pod = b
         .deployment
@@ -97,7 +101,6 @@ fn default_bundle_validates_and_snapshots() {
             &b.service_account,
             &b.role,
             &b.role_binding,
-            &b.cluster_role,
             &b.cluster_role_binding,
             &b.token_secret
         )
@@ -110,7 +113,9 @@ fn default_bundle_validates_and_snapshots() {
 fn pd_ha_bundle_validates_and_snapshots() {
     let b = bundle("epp-pd-ha");
     check(&b);
-    assert!(b.cluster_role.is_none() && b.token_secret.is_none() && b.service_monitor.is_none());
+    assert!(
+        b.cluster_role_binding.is_none() && b.token_secret.is_none() && b.service_monitor.is_none()
+    );
     snapshot!("epp_pd_ha_deployment", &b.deployment);
 }
 
@@ -161,12 +166,31 @@ fn leader_election_when_replicas_exceed_one() {
             "--v=1"
         ]
     );
-    let rules = b.role.rules.as_ref().expect("rules");
-    assert!(rules.iter().any(|r| {
+    // Leases and events come from the shipped ClusterRole, bound in the EPP's namespace: the
+    // operator holds the `bind` verb on it, not leases of every namespace.
+    let election = b.leader_election_binding.as_ref().expect("leader election");
+    assert_eq!(
+        election.metadata.name.as_deref(),
+        Some("llama-epp-leader-election")
+    );
+    assert_eq!(
+        (
+            election.role_ref.kind.as_str(),
+            election.role_ref.name.as_str()
+        ),
+        ("ClusterRole", LEADER_ELECTION_CLUSTER_ROLE)
+    );
+    let subject = &election.subjects.as_ref().expect("subjects")[0];
+    assert_eq!(
+        (subject.name.as_str(), subject.namespace.as_deref()),
+        ("llama-epp", election.metadata.namespace.as_deref())
+    );
+    assert!(leader_election_rules().iter().any(|r| {
         r.resources
             .as_ref()
             .is_some_and(|x| x.contains(&"leases".to_owned()))
     }));
+    assert_eq!(b.role.rules.as_ref().expect("rules").len(), 3);
     let json = serde_json::to_value(&b.deployment).expect("json");
     assert_eq!(
         json["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grpc"]["service"],
@@ -360,5 +384,5 @@ fn the_gke_provider_gets_no_token_secret_and_no_scrape_authorization() {
     assert!(b.token_secret.is_none());
     assert!(!auth(&b));
     // Metrics auth itself (cluster RBAC) is independent of the provider.
-    assert!(b.cluster_role.is_some() && b.cluster_role_binding.is_some());
+    assert!(b.cluster_role_binding.is_some());
 }

@@ -1,14 +1,20 @@
 //! What the operators may grant, enforced by the real API server: the ValidatingAdmissionPolicy
 //! of `deploy/aim-operator/rbac_fence.yaml` lets the AIM operator's ServiceAccount write only
-//! the Roles and RoleBindings of its download pods (docs/operations.md, "Security model").
+//! the Roles and RoleBindings of its download pods; the one of
+//! `deploy/modelservice-operator/rbac_fence.yaml` lets the ModelService operator's write only
+//! the Endpoint Picker's Role and bindings (to the ClusterRoles the install ships, which it may
+//! bind without holding them) and token Secret, and delete only cluster RBAC made for a
+//! ModelService (docs/operations.md, "Security model").
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kinfer_builders::discovery_job::progress_reporter;
+use kinfer_builders::epp::{EppInput, epp_bundle};
 use kinfer_builders::meta::Parent;
 use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 
 use crate::install::install;
 use crate::{client, client_as, create_unless_exists, ensure_namespace, plane};
@@ -29,6 +35,42 @@ where
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) => Err(s.message.clone()),
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// `delete` of `name` as the operator, dry run: `Ok`, or the refusal's message.
+async fn delete<K>(api: &Api<K>, name: &str) -> Result<(), String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let dry = DeleteParams {
+        dry_run: true,
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &dry).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) => Err(s.message.clone()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Polls `attempt` (200 ms steps, at most 30 s) until it is refused, and returns the refusal:
+/// a policy is in force once the API server's policy informer has it, and the server gives no
+/// event for that.
+async fn first_refusal<F, Fut>(what: &str, attempt: F) -> String
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match attempt().await {
+            Err(message) => return message,
+            Ok(()) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Ok(()) => panic!("the policy never refused {what}"),
+        }
     }
 }
 
@@ -64,18 +106,8 @@ async fn the_aim_operator_may_grant_only_its_download_roles() {
             verbs: vec!["get".to_owned()],
             ..Default::default()
         });
-    // The policy is in force once the API server's policy informer has it: until then the
-    // wider Role goes through.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let refusal = loop {
-        match create(&roles, &wider).await {
-            Err(message) => break message,
-            Ok(()) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Ok(()) => panic!("the policy never refused a wider Role"),
-        }
-    };
+    // Until the policy is in force the wider Role goes through.
+    let refusal = first_refusal("a wider Role", || create(&roles, &wider)).await;
     assert!(refusal.contains("kinfer-aim-operator-rbac"), "{refusal}");
 
     // What the operator really writes is accepted (the Role for real: a binding's own
@@ -132,4 +164,179 @@ async fn the_aim_operator_may_grant_only_its_download_roles() {
     admin_binding.role_ref.kind = "ClusterRole".to_owned();
     admin_binding.role_ref.name = "view".to_owned();
     create(&admin_bindings, &admin_binding).await.unwrap();
+}
+
+const MS_NS: &str = "fence-ms";
+const MS_OPERATOR: &str = "system:serviceaccount:modelservice-system:modelservice-operator";
+const MS_POLICY: &str = "kinfer-modelservice-operator-rbac";
+
+#[tokio::test]
+async fn the_modelservice_operator_may_grant_only_the_endpoint_pickers_roles() {
+    let plane = tokio::task::spawn_blocking(plane).await.unwrap();
+    tokio::task::spawn_blocking(move || install(plane, "modelservice-operator"))
+        .await
+        .unwrap();
+    let (admin, _) = client().await;
+    ensure_namespace(&admin, MS_NS).await;
+    let operator = client_as(plane.kubeconfig(), MS_OPERATOR).await;
+    let roles: Api<Role> = Api::namespaced(operator.clone(), MS_NS);
+    let bindings: Api<RoleBinding> = Api::namespaced(operator.clone(), MS_NS);
+    let cluster_bindings: Api<ClusterRoleBinding> = Api::all(operator.clone());
+    let cluster_roles: Api<ClusterRole> = Api::all(operator.clone());
+    let secrets: Api<Secret> = Api::namespaced(operator, MS_NS);
+
+    // What the operator writes for an Endpoint Picker of two replicas with metrics auth.
+    let input: EppInput = serde_json::from_value(serde_json::json!({
+        "parent": {"name": "llama", "namespace": MS_NS, "managedBy": "kinfer-modelservice"},
+        "image": "epp", "replicas": 2, "port": 9002, "config": {"kind": "default"},
+        "metricsAuth": true
+    }))
+    .unwrap();
+    let epp = epp_bundle(&input).unwrap();
+    let election = epp.leader_election_binding.clone().unwrap();
+    let metrics = epp.cluster_role_binding.clone().unwrap();
+    let token = epp.token_secret.clone().unwrap();
+
+    // A Role reading Secrets: the operator holds that, so RBAC's escalation check lets it
+    // through; the policy does not.
+    let mut wider = epp.role.clone();
+    let first = &mut wider.rules.as_mut().unwrap()[0];
+    first.resources = Some(vec!["secrets".to_owned()]);
+    first.verbs = vec!["get".to_owned()];
+    let refusal = first_refusal("a Role reading Secrets", || create(&roles, &wider)).await;
+    assert!(refusal.contains(MS_POLICY), "{refusal}");
+
+    // What the operator really writes is accepted, the bindings of the shipped ClusterRoles
+    // through `bind` alone (the operator holds neither leases nor `/metrics`).
+    create_unless_exists(&roles, &epp.role, "the Endpoint Picker's Role").await;
+    for (what, result) in [
+        (
+            "its RoleBinding",
+            create(&bindings, &epp.role_binding).await,
+        ),
+        (
+            "the leader-election binding",
+            create(&bindings, &election).await,
+        ),
+        (
+            "the metrics binding",
+            create(&cluster_bindings, &metrics).await,
+        ),
+        ("the token Secret", create(&secrets, &token).await),
+    ] {
+        result.unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+
+    // Any other binding or Secret is refused by the policy. The operator's own ClusterRole:
+    // RBAC lets it bind what it holds.
+    let mut own_role_cluster_wide = metrics.clone();
+    own_role_cluster_wide.role_ref.name = "modelservice-operator".to_owned();
+    let mut metrics_renamed = metrics.clone();
+    metrics_renamed.metadata.name = Some("someone-else".to_owned());
+    let mut metrics_to_default = metrics.clone();
+    metrics_to_default.subjects.as_mut().unwrap()[0].name = "default".to_owned();
+    let mut own_role_here = election.clone();
+    own_role_here.role_ref.name = "modelservice-operator".to_owned();
+    let mut role_to_default = epp.role_binding.clone();
+    role_to_default.subjects.as_mut().unwrap()[0].name = "default".to_owned();
+    let opaque: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "loot", "namespace": MS_NS}, "stringData": {"k": "v"}
+    }))
+    .unwrap();
+    let mut token_of_default = token.clone();
+    token_of_default
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(
+            "kubernetes.io/service-account.name".to_owned(),
+            "default".to_owned(),
+        );
+    let refusals = [
+        (
+            "the operator's ClusterRole, cluster-wide",
+            create(&cluster_bindings, &own_role_cluster_wide).await,
+        ),
+        (
+            "the metrics role under another name",
+            create(&cluster_bindings, &metrics_renamed).await,
+        ),
+        (
+            "the metrics role to another account",
+            create(&cluster_bindings, &metrics_to_default).await,
+        ),
+        (
+            "the operator's ClusterRole in a namespace",
+            create(&bindings, &own_role_here).await,
+        ),
+        (
+            "the Role to another account",
+            create(&bindings, &role_to_default).await,
+        ),
+        ("an opaque Secret", create(&secrets, &opaque).await),
+        (
+            "another account's token",
+            create(&secrets, &token_of_default).await,
+        ),
+    ];
+    for (what, result) in refusals {
+        let message = result.expect_err(what);
+        assert!(message.contains(MS_POLICY), "{what}: {message}");
+    }
+
+    // Deletes: only cluster RBAC made for a ModelService and the token Secrets. A per-ModelService
+    // ClusterRole of an earlier install may go; a built-in one, the operator's own binding, a
+    // tenant's Secret may not.
+    let (admin, _) = client().await;
+    let legacy: ClusterRole = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "fence-ms-llama-epp", "labels": {
+            "kinfer.dev/managed-by": "kinfer-modelservice",
+            "kinfer.dev/parent-namespace": MS_NS, "kinfer.dev/parent-name": "llama"}},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    }))
+    .unwrap();
+    create_unless_exists(
+        &Api::<ClusterRole>::all(admin.clone()),
+        &legacy,
+        "a legacy ClusterRole",
+    )
+    .await;
+    let tenant: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "tenant-credentials", "namespace": MS_NS},
+        "stringData": {"password": "hunter2"}
+    }))
+    .unwrap();
+    create_unless_exists(
+        &Api::<Secret>::namespaced(admin.clone(), MS_NS),
+        &tenant,
+        "a tenant Secret",
+    )
+    .await;
+    delete(&cluster_roles, "fence-ms-llama-epp").await.unwrap();
+    for (what, result) in [
+        (
+            "the built-in view ClusterRole",
+            delete(&cluster_roles, "view").await,
+        ),
+        (
+            "the operator's own binding",
+            delete(&cluster_bindings, "modelservice-operator").await,
+        ),
+        (
+            "a tenant's Secret",
+            delete(&secrets, "tenant-credentials").await,
+        ),
+    ] {
+        let message = result.expect_err(what);
+        assert!(message.contains(MS_POLICY), "{what}: {message}");
+    }
+
+    // The fence is the operator's alone: an administrator binds what they like.
+    create(
+        &Api::<ClusterRoleBinding>::all(admin),
+        &own_role_cluster_wide,
+    )
+    .await
+    .unwrap();
 }

@@ -44,7 +44,7 @@ pub struct Desired {
     pub unwatched: bool,
 }
 
-/// Builds every object; the metrics-auth ClusterRole and ClusterRoleBinding only with
+/// Builds every object; the metrics-auth ClusterRoleBinding only with
 /// `cluster_rbac` (false while the finalizer is missing, or when another ModelService holds
 /// the name: NOTES section b row 17, upstream's name is ambiguous).
 pub fn build(r: &Resolved, cluster_rbac: bool) -> Result<Desired, BuildError> {
@@ -83,6 +83,9 @@ pub fn build(r: &Resolved, cluster_rbac: bool) -> Result<Desired, BuildError> {
     d.owned.push(DesiredObject::from_typed(&bundle.role)?);
     d.owned
         .push(DesiredObject::from_typed(&bundle.role_binding)?);
+    if let Some(binding) = &bundle.leader_election_binding {
+        d.owned.push(DesiredObject::from_typed(binding)?);
+    }
     if let Some(secret) = &bundle.token_secret {
         d.unwatched = true;
         d.owned
@@ -94,10 +97,9 @@ pub fn build(r: &Resolved, cluster_rbac: bool) -> Result<Desired, BuildError> {
     if let Some(dr) = &bundle.destination_rule {
         d.owned.push(DesiredObject::from_typed(dr)?);
     }
-    if let (Some(role), Some(binding)) = (&bundle.cluster_role, &bundle.cluster_role_binding) {
-        d.names.cluster_rbac = Some(name_of(&role.metadata));
+    if let Some(binding) = &bundle.cluster_role_binding {
+        d.names.cluster_rbac = Some(name_of(&binding.metadata));
         if cluster_rbac {
-            d.cluster.push(DesiredObject::from_typed(role)?);
             d.cluster.push(DesiredObject::from_typed(binding)?);
         }
     }

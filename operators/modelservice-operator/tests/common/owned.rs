@@ -23,16 +23,17 @@ pub fn namespaced_kinds() -> Vec<Kind> {
         .collect()
 }
 
-/// The cluster-scoped RBAC kinds the finalizer cleans up.
+/// The cluster-scoped RBAC kinds the operator creates and the finalizer cleans up (the
+/// ClusterRoles it binds ship with the install), and ClusterRoles, which it must never create.
 pub fn cluster_rbac_kinds() -> [Kind; 2] {
     [
         (
             "rbac.authorization.k8s.io".to_owned(),
-            "clusterroles".to_owned(),
+            "clusterrolebindings".to_owned(),
         ),
         (
             "rbac.authorization.k8s.io".to_owned(),
-            "clusterrolebindings".to_owned(),
+            "clusterroles".to_owned(),
         ),
     ]
 }
