@@ -12,7 +12,9 @@
 //!   reports `false` and returns [`LeaderError::LostLeadership`]; the caller stops writing.
 //!   The deadline counts from the start of the last successful renewal (when its renewTime
 //!   was taken), and each renewal attempt may take only what is left of it, so a slow
-//!   renewal never stretches leadership past `renew_deadline`.
+//!   renewal never stretches leadership past `renew_deadline`. With a [`WriteFence`]
+//!   ([`LeaderElector::fencing`]) the same deadline is enforced on every write the
+//!   controllers send, at the moment it is sent, however late the elector's own tick runs.
 //! - On a requested stop the leader releases the Lease (empty holder), so a successor takes
 //!   over at once instead of after the lease duration.
 //!
@@ -27,6 +29,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use tokio::sync::watch;
+
+use crate::fence::WriteFence;
 
 /// Errors of leader election.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +121,7 @@ pub struct LeaderElector {
     settings: LeaseSettings,
     observed: Option<(Record, Instant)>,
     metrics: Option<kinfer_state::metrics::Metrics>,
+    fence: Option<WriteFence>,
 }
 
 fn is_conflict(e: &kube::Error) -> bool {
@@ -131,7 +136,18 @@ impl LeaderElector {
             settings,
             observed: None,
             metrics: None,
+            fence: None,
         }
+    }
+
+    /// Keep `fence` open exactly while this candidate may lead: until the start of its last
+    /// successful renewal plus the renew deadline, closed when it steps down or releases
+    /// ([`crate::fence`]).
+    #[must_use]
+    pub fn fencing(mut self, fence: WriteFence) -> Self {
+        fence.close();
+        self.fence = Some(fence);
+        self
     }
 
     /// Report leadership in `metrics` (`leader_election_master_status{name=<lease>}`: 1 while
@@ -145,6 +161,9 @@ impl LeaderElector {
 
     /// Tells `leading` (and the metrics) whether this candidate leads.
     fn announce(&self, leading: &watch::Sender<bool>, is_leader: bool) {
+        if let (Some(fence), false) = (&self.fence, is_leader) {
+            fence.close();
+        }
         if let Some(m) = &self.metrics {
             m.leading(&self.settings.name, is_leader);
         }
@@ -339,6 +358,9 @@ impl LeaderElector {
             match attempt {
                 Attempt::Leading => {
                     last_renew = started;
+                    if let Some(fence) = &self.fence {
+                        fence.extend_to(started + self.settings.renew_deadline);
+                    }
                     if !is_leader {
                         is_leader = true;
                         tracing::info!(identity = %self.settings.identity, lease = %self.settings.name, "acquired leadership");

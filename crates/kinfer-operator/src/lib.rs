@@ -26,7 +26,9 @@
 //!   the kinfer reconcile engine with children watched by label, and [`restart_on_change`]
 //!   for controllers that depend on a watched input (the optional CRDs);
 //! - [`process`]: [`Process`], the order of a binary's `run`: endpoints, start-up checks,
-//!   ready, leader election, controllers, graceful stop.
+//!   ready, leader election, controllers, graceful stop;
+//! - [`fence`]: [`WriteFence`], which keeps a replica whose Lease has lapsed from sending any
+//!   write.
 //!
 //! A binary's library `run` (tests call it in-process with a test cluster's client and a
 //! channel; `main` with [`client::infer`] and [`signal::termination`]) then reads:
@@ -47,10 +49,12 @@
 //! crds::require(&client, &["widgets.example.com"], "kubectl apply -k deploy/crds").await?;
 //! let optional = CrdWatch::start(&client, &[ROUTES], process.stopping()).await?;
 //! let metrics = process.metrics();
-//! let engine_client = client.clone();
-//! let controllers = Controllers::new(client.clone(), "kinfer-widget", ControllerOptions::from_args(&common));
+//! let options = ControllerOptions::from_args(&common);
 //! process
-//!     .lead(&common, &client, "widget-operator-leader", signal::termination(), |stop| {
+//!     // `client` here is the caller's behind the Lease's write fence: build every writer on it.
+//!     .lead(&common, &client, "widget-operator-leader", signal::termination(), |client, stop| {
+//!         let controllers = Controllers::new(client.clone(), "kinfer-widget", options);
+//!         let engine_client = client;
 //!         restart_on_change(optional.subscribe(), |crds| crds.contains(ROUTES), stop, move |routes, stop| {
 //!             let engine = Arc::new(kinfer_state::Engine::new(
 //!                 pipeline_for(routes),
@@ -81,6 +85,7 @@ pub mod args;
 pub mod client;
 pub mod controller;
 pub mod crds;
+pub mod fence;
 pub mod leader;
 pub mod metrics_auth;
 pub mod optional_crds;
@@ -95,6 +100,7 @@ pub use args::{ArgsError, CommonArgs, LogFormat};
 pub use client::ClientError;
 pub use controller::{ControllerOptions, Controllers, Scope, restart_on_change};
 pub use crds::CrdError;
+pub use fence::{FenceError, WriteFence};
 pub use leader::{Attempt, LeaderElector, LeaderError, LeaseSettings};
 pub use optional_crds::{CrdWatch, InstalledCrds};
 pub use process::Process;

@@ -10,9 +10,9 @@
 //! crds::require(&client, &["widgets.example.com"], "kubectl apply -k deploy/crds").await?;
 //! // ... optional CRDs (with `process.stopping()`), pipeline, engine (with `process.metrics()`)
 //! process
-//!     .lead(&common, &client, "widget-operator-leader", signal::termination(), |stop| async move {
-//!         // run the controllers until `stop` turns true
-//!         # drop(stop);
+//!     .lead(&common, &client, "widget-operator-leader", signal::termination(), |client, stop| async move {
+//!         // run the controllers with `client` (writes fenced by the Lease) until `stop` turns true
+//!         # drop((client, stop));
 //!     })
 //!     .await
 //! # }
@@ -24,7 +24,9 @@
 //!   listener reviews its scrapers through the client only when one calls), so a hanging
 //!   start-up check is visible (`/healthz` 200, `/readyz` 503); a bind failure is an error.
 //! - [`Process::lead`] marks the process ready (the caller has passed its start-up checks),
-//!   then runs the controllers while this replica holds the Lease (at once without
+//!   then runs the controllers, with the caller's client behind the write fence
+//!   ([`crate::fence`]: no write leaves the process once the renew deadline has passed),
+//!   while this replica holds the Lease (at once without
 //!   `--leader-elect`; [`crate::run_with_leader_election`]) until `shutdown` resolves; the
 //!   Lease is released, the endpoints and background tasks stop, `Ok`. Losing the Lease
 //!   returns the loss ([`crate::RunError::is_lost_leadership`]): the binary exits non-zero and
@@ -43,6 +45,7 @@ use kube::Client;
 use tokio::sync::watch;
 
 use crate::args::CommonArgs;
+use crate::fence::WriteFence;
 use crate::run::run_with_leader_election;
 use crate::server::{self, Endpoints, ServerError};
 
@@ -85,6 +88,8 @@ impl Process {
     }
 
     /// Ready, then the controllers while leading until `shutdown`; see the module contract.
+    /// `controllers` gets `client` behind the write fence ([`crate::fence`]) and the stop
+    /// signal.
     pub async fn lead<C, F>(
         self,
         common: &CommonArgs,
@@ -94,14 +99,21 @@ impl Process {
         controllers: C,
     ) -> Result<(), crate::Error>
     where
-        C: FnOnce(watch::Receiver<bool>) -> F,
+        C: FnOnce(Client, watch::Receiver<bool>) -> F,
         F: Future<Output = ()>,
     {
-        let elector = common
-            .leader_elector(client, default_lease)?
-            .map(|e| e.reporting(&self.endpoints.metrics));
+        let elector = common.leader_elector(client, default_lease)?;
+        let fence = if elector.is_some() {
+            WriteFence::closed()
+        } else {
+            WriteFence::open()
+        };
+        let elector = elector.map(|e| e.reporting(&self.endpoints.metrics).fencing(fence.clone()));
+        let fenced = fence.client(client);
         self.endpoints.set_ready();
-        let result = run_with_leader_election(elector, shutdown, controllers).await;
+        let result =
+            run_with_leader_election(elector, shutdown, move |stop| controllers(fenced, stop))
+                .await;
         drop(self);
         Ok(result?)
     }

@@ -14,7 +14,9 @@
 //!   and work finishing after that would write beside it. The result is
 //!   [`RunError::is_lost_leadership`]: the binary exits, so a restarted process campaigns
 //!   afresh with empty caches, as client-go's `OnStoppedLeading` does (a request already sent
-//!   when the future is dropped may still reach the server);
+//!   when the future is dropped may still reach the server). The elector notices a loss at its
+//!   next tick; [`crate::Process::lead`] also puts the controllers' client behind the Lease's
+//!   write fence ([`crate::fence`]), so no write leaves after the renew deadline meanwhile;
 //! - a controller that returns on its own ends the run too (the Lease is released);
 //! - the elector keeps renewing while the controller drains on `shutdown`, so a slow graceful
 //!   stop does not lose the Lease to a successor that would then write concurrently.

@@ -8,14 +8,16 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kinfer_operator::leader::{LeaderElector, LeaderError, LeaseSettings};
 use kinfer_operator::server::{self, Endpoints, Role};
 use kinfer_operator::{
-    CommonArgs, CrdError, CrdWatch, InstalledCrds, Process, crds, run_with_leader_election,
+    CommonArgs, CrdError, CrdWatch, FenceError, InstalledCrds, Process, WriteFence, crds,
+    run_with_leader_election,
 };
 use kinfer_testkit::{Fault, TestCluster};
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{oneshot, watch};
@@ -110,6 +112,78 @@ async fn a_leader_that_cannot_renew_steps_down() {
         .unwrap();
     assert!(matches!(result, Err(LeaderError::LostLeadership { .. })));
     assert!(!*rx.borrow());
+}
+
+/// Every request of the test cluster that writes, answered or refused.
+fn writes_sent(cluster: &TestCluster) -> u64 {
+    cluster
+        .counters()
+        .snapshot()
+        .iter()
+        .filter(|((verb, _, _), _)| {
+            ["create", "update", "patch", "delete", "deletecollection"].contains(&verb.as_str())
+        })
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    serde_json::from_value(serde_json::json!({"metadata": {"name": name, "namespace": "default"}}))
+        .unwrap()
+}
+
+/// The fence is the Lease's own deadline, checked when a write is sent: an elector that stops
+/// ticking (a paused or wedged process) cannot keep it open, and a withheld write never
+/// reaches the server, while reads always do.
+#[tokio::test]
+async fn the_write_fence_sends_writes_only_within_the_renew_deadline() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = client(&cluster).await;
+    let fence = WriteFence::closed();
+    let maps: Api<ConfigMap> = Api::namespaced(fence.client(&client), "default");
+    let pp = PostParams::default();
+
+    // Not leading yet: refused in-process, not sent; reads go through.
+    let sent = writes_sent(&cluster);
+    let refused = maps.create(&pp, &config_map("early")).await.unwrap_err();
+    assert!(
+        matches!(&refused, kube::Error::Service(e) if e.downcast_ref::<FenceError>().is_some()),
+        "{refused:?}"
+    );
+    assert_eq!(writes_sent(&cluster), sent, "a withheld write was sent");
+    maps.list(&ListParams::default()).await.unwrap();
+
+    // Leading: the elector keeps it open.
+    let (_stop_tx, stop_rx) = watch::channel(false);
+    let (tx, mut rx) = watch::channel(false);
+    let elector = LeaderElector::new(client.clone(), settings("a")).fencing(fence.clone());
+    let run = tokio::spawn(elector.run(tx, stop_rx));
+    tokio::time::timeout(WAIT, rx.wait_for(|l| *l))
+        .await
+        .expect("leads")
+        .unwrap();
+    maps.create(&pp, &config_map("leading")).await.unwrap();
+
+    // The elector stops ticking without stepping down (what a paused process looks like from
+    // inside): the fence closes on its own once the renew deadline (1 s) has passed.
+    run.abort();
+    kinfer_testkit::wait::holds("the renew deadline passes", WAIT, || !fence.allows_writes()).await;
+    let sent = writes_sent(&cluster);
+    let refused = maps.create(&pp, &config_map("late")).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("leadership has lapsed"),
+        "{refused}"
+    );
+    assert_eq!(
+        writes_sent(&cluster),
+        sent,
+        "a write left after the deadline"
+    );
+    assert!(maps.get_opt("late").await.unwrap().is_none());
+
+    // Without leader election the fence is always open.
+    let open: Api<ConfigMap> = Api::namespaced(WriteFence::open().client(&client), "default");
+    open.create(&pp, &config_map("no-election")).await.unwrap();
 }
 
 #[tokio::test]
@@ -620,7 +694,7 @@ async fn a_process_is_ready_after_its_checks_leads_and_stops_everything_after() 
                 async move {
                     let _ = shutdown.await;
                 },
-                |mut stop| async move {
+                |_client, mut stop| async move {
                     running_tx.send(()).unwrap();
                     let _ = stop.wait_for(|s| *s).await;
                 },
@@ -657,9 +731,15 @@ async fn a_process_with_incomplete_leader_flags_fails_before_running_anything() 
     let process = Process::start(&common, &client).await.unwrap();
     let stopping = process.stopping();
     let err = process
-        .lead(&common, &client, LEASE, std::future::pending(), |_| async {
-            panic!("the controllers must not run");
-        })
+        .lead(
+            &common,
+            &client,
+            LEASE,
+            std::future::pending(),
+            |_, _| async {
+                panic!("the controllers must not run");
+            },
+        )
         .await
         .unwrap_err();
     assert!(err.to_string().contains("POD_NAMESPACE"), "{err}");

@@ -137,15 +137,15 @@ async fn run(args: RunArgs) -> Result<()> {
     let metrics = process.metrics();
     let failed = Arc::new(Mutex::new(None));
     let failure = Arc::clone(&failed);
-    let controllers_client = client.clone();
-    // Controllers (and therefore writes) start only once this replica leads.
+    // Controllers (and therefore writes) start only once this replica leads, on the client
+    // behind the Lease's write fence.
     process
         .lead(
             &common,
             &client,
             "aim-operator-leader",
             signal::termination(),
-            |stop| async move {
+            |controllers_client, stop| async move {
                 let run = Operator::run_following(
                     controllers_client,
                     settings,

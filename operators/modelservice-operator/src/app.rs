@@ -207,8 +207,8 @@ pub async fn run(
     let options = ControllerOptions::from_args(common);
     let changes = optional.subscribe();
     process
-        .lead(common, &client, LEASE_NAME, shutdown, |stop| {
-            crate::controller::run(client.clone(), pipeline, metrics, options, changes, stop)
+        .lead(common, &client, LEASE_NAME, shutdown, |client, stop| {
+            crate::controller::run(client, pipeline, metrics, options, changes, stop)
         })
         .await?;
     optional.stopped().await;

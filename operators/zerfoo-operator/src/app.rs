@@ -92,8 +92,8 @@ pub async fn run(
     };
     let crds = optional.subscribe();
     process
-        .lead(common, &client, LEASE_NAME, shutdown, |stop| {
-            controller::run_following_crds(client.clone(), pipeline, metrics, options, crds, stop)
+        .lead(common, &client, LEASE_NAME, shutdown, |client, stop| {
+            controller::run_following_crds(client, pipeline, metrics, options, crds, stop)
         })
         .await?;
     optional.stopped().await;

@@ -14,6 +14,12 @@
 //! bound. Both times are printed. Every wait is a bounded poll of the cluster's state, never a
 //! sleep standing in for a condition.
 //!
+//! A paused leader (SIGSTOP, as a frozen container or a stalled node would leave it) loses the
+//! Lease to the other; the other is then paused too, a service is created, and the old leader
+//! resumed: it wakes past its renew deadline with a service to reconcile and must send no write
+//! at all (its writes are fenced by the Lease's deadline, `kinfer_operator::fence`) and exit
+//! non-zero; the new leader, resumed, converges the service.
+//!
 //! The replicas are killed when the test ends (panic included, [`Replicas`]); a test process
 //! that is itself SIGKILLed leaves them running until their parent's cluster goes away
 //! (`PR_SET_PDEATHSIG` needs `unsafe` `pre_exec`, which the workspace forbids).
@@ -50,10 +56,10 @@ impl Drop for Replicas {
     }
 }
 
-/// A directory of this test's files (kubeconfigs, logs) under cargo's test scratch space.
-fn work_dir() -> PathBuf {
+/// A directory of `test`'s files (kubeconfigs, logs) under cargo's test scratch space.
+fn work_dir(test: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("leader-election-{}", std::process::id()));
+        .join(format!("leader-election-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("work dir");
     dir
 }
@@ -182,7 +188,7 @@ async fn only_the_leader_writes_and_a_killed_leader_is_replaced_within_20_s() {
     cluster
         .install_crds(&[ZerfooInferenceService::crd(), HttpRoute::crd()])
         .expect("crds");
-    let dir = work_dir();
+    let dir = work_dir("kill");
     let mut replicas = Replicas(
         REPLICAS
             .iter()
@@ -300,5 +306,126 @@ async fn only_the_leader_writes_and_a_killed_leader_is_replaced_within_20_s() {
         lease["spec"]["leaseTransitions"].as_i64() >= Some(1),
         "{lease}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes `client` sent beyond the Lease, answered or not.
+fn writes_beyond_the_lease(cluster: &TestCluster, client: &str) -> u64 {
+    cluster
+        .counters()
+        .by_client()
+        .get(client)
+        .into_iter()
+        .flatten()
+        .filter(|((verb, resource, _), _)| {
+            resource != "leases"
+                && ["create", "update", "patch", "delete", "deletecollection"]
+                    .contains(&verb.as_str())
+        })
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Sends SIGSTOP or SIGCONT (`signal`: `STOP`, `CONT`) to `child` with kill(1).
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .expect("kill(1)");
+    assert!(status.success(), "kill -{signal} {}", child.id());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_wakes_past_its_deadline_writes_nothing_and_exits() {
+    const PAUSED: [&str; 2] = ["pause-a", "pause-b"];
+    let cluster = TestCluster::start_simulated().await.expect("test cluster");
+    cluster
+        .install_crds(&[ZerfooInferenceService::crd(), HttpRoute::crd()])
+        .expect("crds");
+    let dir = work_dir("pause");
+    let mut replicas = Replicas(
+        PAUSED
+            .iter()
+            .map(|id| (*id, start_replica(&cluster, &dir, id)))
+            .collect(),
+    );
+    create_service(&cluster, "svc-a");
+    let started = Instant::now();
+    wait_until("svc-a Ready", started, Duration::from_mins(1), &dir, || {
+        converged(&cluster, "svc-a")
+    })
+    .await;
+    let leader = holder(&cluster).expect("holder");
+    let leader: &'static str = PAUSED
+        .iter()
+        .find(|r| **r == leader)
+        .unwrap_or_else(|| panic!("the Lease is held by {leader}, no replica of ours"));
+    let successor: &'static str = PAUSED.iter().find(|r| **r != leader).expect("other");
+
+    // The leader freezes; the other takes the Lease once it has gone unrenewed for the lease
+    // duration (15 s), well past the leader's renew deadline (10 s).
+    signal(&replicas.0[leader], "STOP");
+    let paused = Instant::now();
+    wait_until(
+        "the takeover",
+        paused,
+        Duration::from_secs(30),
+        &dir,
+        || match holder(&cluster) {
+            Some(h) if h == successor => Ok(()),
+            other => Err(format!("holder {other:?}")),
+        },
+    )
+    .await;
+    // The successor freezes too, so the old leader alone can act on what comes next.
+    signal(&replicas.0[successor], "STOP");
+    create_service(&cluster, "svc-c");
+    let before = writes_beyond_the_lease(&cluster, leader);
+
+    // The old leader wakes with svc-c to reconcile, after its deadline: it sends no write and
+    // exits non-zero (a restarted process would campaign afresh).
+    signal(&replicas.0[leader], "CONT");
+    let woke = Instant::now();
+    let mut exited = None;
+    wait_until(
+        "the old leader exits",
+        woke,
+        Duration::from_secs(30),
+        &dir,
+        || {
+            let child = replicas.0.get_mut(leader).expect("old leader");
+            match child.try_wait().expect("try_wait") {
+                Some(status) => {
+                    exited = Some(status);
+                    Ok(())
+                }
+                None => Err("still running".to_owned()),
+            }
+        },
+    )
+    .await;
+    let status = exited.expect("exit status");
+    assert!(!status.success(), "the old leader exited with {status}");
+    assert_eq!(
+        writes_beyond_the_lease(&cluster, leader),
+        before,
+        "the old leader wrote after its renew deadline: {:?}",
+        cluster.counters().by_client().get(leader)
+    );
+    assert!(
+        converged(&cluster, "svc-c").is_err(),
+        "svc-c converged while the only running replica had lost the Lease"
+    );
+
+    // The new leader, resumed, converges it.
+    signal(&replicas.0[successor], "CONT");
+    wait_until(
+        "svc-c Ready under the new leader",
+        Instant::now(),
+        Duration::from_secs(30),
+        &dir,
+        || converged(&cluster, "svc-c"),
+    )
+    .await;
     let _ = std::fs::remove_dir_all(&dir);
 }
