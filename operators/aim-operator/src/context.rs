@@ -6,6 +6,8 @@
 //! the API server instead ([`crate::informers`]). Nothing here writes to the cluster.
 
 use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,8 +19,12 @@ use kinfer_state::Clock;
 use kinfer_state::clock::elapsed;
 use kube::runtime::reflector::Store;
 
-/// The operator namespace when `AIM_SYSTEM_NAMESPACE` is unset.
+/// The operator namespace when neither `AIM_SYSTEM_NAMESPACE` nor the pod's own namespace is
+/// known.
 pub const DEFAULT_SYSTEM_NAMESPACE: &str = "aim-system";
+
+/// Where a pod finds its own namespace, beside its ServiceAccount token.
+pub const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 /// Discovery throttling and backoff (NOTES row 7).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,15 +99,32 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Defaults with the namespace from `AIM_SYSTEM_NAMESPACE` when set.
+    /// Defaults with the operator namespace found as [`system_namespace`] finds it.
     pub fn from_env() -> Self {
-        let mut s = Self::default();
-        if let Ok(ns) = std::env::var("AIM_SYSTEM_NAMESPACE")
-            && !ns.trim().is_empty()
-        {
-            ns.trim().clone_into(&mut s.system_namespace);
+        Self {
+            system_namespace: system_namespace(
+                std::env::var("AIM_SYSTEM_NAMESPACE").ok(),
+                Path::new(POD_NAMESPACE_FILE),
+            ),
+            ..Self::default()
         }
-        s
+    }
+}
+
+/// The operator namespace as AIM Engine finds it: `env` (`AIM_SYSTEM_NAMESPACE`) when set,
+/// else the pod's own namespace (`namespace_file`, [`POD_NAMESPACE_FILE`] in a pod), else
+/// [`DEFAULT_SYSTEM_NAMESPACE`]. Blank values count as unset; the file is read up to 256
+/// bytes (a namespace name is at most 63).
+pub fn system_namespace(env: Option<String>, namespace_file: &Path) -> String {
+    if let Some(ns) = env.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        return ns.to_owned();
+    }
+    let mut text = String::new();
+    let read =
+        std::fs::File::open(namespace_file).and_then(|f| f.take(256).read_to_string(&mut text));
+    match read.map(|_| text.trim()) {
+        Ok(ns) if !ns.is_empty() => ns.to_owned(),
+        _ => DEFAULT_SYSTEM_NAMESPACE.to_owned(),
     }
 }
 
@@ -229,6 +252,23 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_operator_namespace_is_the_variable_then_the_pods_own_then_aim_system() {
+        let dir = std::env::temp_dir().join(format!("aim-ns-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("namespace");
+        std::fs::write(&file, "team-ops\n").unwrap();
+        let missing = dir.join("missing");
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(system_namespace(some("aim-ops"), &file), "aim-ops");
+        assert_eq!(system_namespace(some("  "), &file), "team-ops");
+        assert_eq!(system_namespace(None, &file), "team-ops");
+        assert_eq!(system_namespace(None, &missing), DEFAULT_SYSTEM_NAMESPACE);
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(system_namespace(None, &file), DEFAULT_SYSTEM_NAMESPACE);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn slots_cap_and_release() {
