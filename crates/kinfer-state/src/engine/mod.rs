@@ -2,7 +2,8 @@
 //!
 //! Contract, per reconcile:
 //! 1. An object annotated `<domain>/reconciliation-paused: "true"` is skipped entirely: no
-//!    reads, no writes, no status.
+//!    reads, no writes, no status; but not once it is being deleted: deletion and its
+//!    finalizer (step 2) run while paused, so a paused object can still be deleted.
 //! 2. An object being deleted (`deletionTimestamp` set) is never planned nor applied: if it
 //!    carries the pipeline's finalizer, [`Pipeline::finalize`] runs (unless its namespace is
 //!    terminating or may not be read) and the finalizer is removed once it succeeded
@@ -331,7 +332,8 @@ impl<P: Pipeline> Engine<P> {
             namespace = key.namespace.as_deref().unwrap_or(""),
         );
         async move {
-            if obj.annotations().get(&self.config.scheme.paused_annotation()).map(String::as_str) == Some("true") {
+            let paused = obj.annotations().get(&self.config.scheme.paused_annotation()).map(String::as_str) == Some("true");
+            if paused && obj.meta().deletion_timestamp.is_none() {
                 tracing::debug!("reconciliation paused");
                 self.memory.skipped(&key);
                 self.handles.paused();

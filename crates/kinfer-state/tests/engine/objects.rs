@@ -36,6 +36,32 @@ async fn paused_objects_are_not_touched() {
     assert!(env.cms.get_opt("t7-a").await.expect("get").is_none());
 }
 
+/// Pausing stops reconciles, not deletion: a paused object being deleted runs its finalizer's
+/// cleanup and loses the finalizer, so the API server can remove it.
+#[tokio::test]
+async fn a_paused_object_can_still_be_deleted() {
+    let pipeline = finalizing(false);
+    let finalized = pipeline.finalized.clone();
+    let env = env_with(pipeline).await;
+    env.create("tp", &[("a", "1")]).await;
+    env.converge("tp").await;
+    set_paused(&env, "tp", true).await;
+    env.toys
+        .delete("tp", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let deleting = env.get("tp").await;
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    let r = env.engine.reconcile(&deleting).await;
+    assert!(!r.skipped, "{r:?}");
+    assert_eq!(r.applied, 0, "nothing is applied while deleting: {r:?}");
+    assert_eq!(finalized.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        env.toys.get_opt("tp").await.expect("get").is_none(),
+        "the finalizer was removed and the object went"
+    );
+}
+
 /// The `_sum` of the queue-wait histogram, in seconds.
 fn queue_wait_sum(env: &Env) -> f64 {
     env.engine
