@@ -103,7 +103,7 @@ impl Settings {
     pub fn from_env() -> Self {
         Self {
             system_namespace: system_namespace(
-                std::env::var("AIM_SYSTEM_NAMESPACE").ok(),
+                std::env::var("AIM_SYSTEM_NAMESPACE").ok().as_deref(),
                 Path::new(POD_NAMESPACE_FILE),
             ),
             ..Self::default()
@@ -115,8 +115,8 @@ impl Settings {
 /// else the pod's own namespace (`namespace_file`, [`POD_NAMESPACE_FILE`] in a pod), else
 /// [`DEFAULT_SYSTEM_NAMESPACE`]. Blank values count as unset; the file is read up to 256
 /// bytes (a namespace name is at most 63).
-pub fn system_namespace(env: Option<String>, namespace_file: &Path) -> String {
-    if let Some(ns) = env.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+pub fn system_namespace(env: Option<&str>, namespace_file: &Path) -> String {
+    if let Some(ns) = env.map(str::trim).filter(|n| !n.is_empty()) {
         return ns.to_owned();
     }
     let mut text = String::new();
@@ -260,9 +260,8 @@ mod tests {
         let file = dir.join("namespace");
         std::fs::write(&file, "team-ops\n").unwrap();
         let missing = dir.join("missing");
-        let some = |s: &str| Some(s.to_owned());
-        assert_eq!(system_namespace(some("aim-ops"), &file), "aim-ops");
-        assert_eq!(system_namespace(some("  "), &file), "team-ops");
+        assert_eq!(system_namespace(Some("aim-ops"), &file), "aim-ops");
+        assert_eq!(system_namespace(Some("  "), &file), "team-ops");
         assert_eq!(system_namespace(None, &file), "team-ops");
         assert_eq!(system_namespace(None, &missing), DEFAULT_SYSTEM_NAMESPACE);
         std::fs::write(&file, "").unwrap();

@@ -115,12 +115,62 @@ pub struct HealthCheckSpec {
     /// HTTP path probed for readiness and liveness, e.g. `/ready`.
     #[schemars(length(min = 1))]
     pub path: String,
-    /// Probe period as a duration (`30s`).
-    #[schemars(schema_with = "crate::schema::duration")]
-    pub interval: String,
-    /// Probe timeout as a duration (`10s`).
-    #[schemars(schema_with = "crate::schema::duration")]
-    pub timeout: String,
+    /// Probe period: a duration (`30s`) or, as upstream's Go `time.Duration` is written in
+    /// JSON, integer nanoseconds (`30000000000`).
+    #[schemars(schema_with = "go_duration_schema")]
+    pub interval: GoDuration,
+    /// Probe timeout, in either form.
+    #[schemars(schema_with = "go_duration_schema")]
+    pub timeout: GoDuration,
+}
+
+/// A Go `time.Duration` as manifests written for upstream carry it: a duration string (`30s`,
+/// `1m30s`), or an integer count of nanoseconds, which is how Go's `encoding/json` reads and
+/// writes a `time.Duration`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum GoDuration {
+    /// Nanoseconds, as Go's `encoding/json` writes a `time.Duration`.
+    Nanoseconds(i64),
+    /// A duration string such as `30s`.
+    Text(String),
+}
+
+impl GoDuration {
+    /// The duration in seconds; `None` for a string that is not a duration.
+    pub fn seconds(&self) -> Option<f64> {
+        match self {
+            // Precision beyond 2^53 ns (about 104 days) does not matter for a probe period.
+            #[allow(clippy::cast_precision_loss)]
+            Self::Nanoseconds(n) => Some(*n as f64 / 1e9),
+            Self::Text(text) => crate::schema::parse_duration_seconds(text),
+        }
+    }
+}
+
+impl std::fmt::Display for GoDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Nanoseconds(n) => write!(f, "{n}"),
+            Self::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+impl From<&str> for GoDuration {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+}
+
+/// An integer or a string matching the duration grammar (`x-kubernetes-int-or-string`, as
+/// controller-gen writes such a field); whether it is positive is the operator's check.
+fn go_duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "x-kubernetes-int-or-string": true,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "pattern": crate::schema::DURATION_PATTERN,
+    })
 }
 
 /// A Gateway API Gateway to attach the traffic-splitting HTTPRoute to.
@@ -169,6 +219,18 @@ impl ZerfooInferenceServiceSpec {
     pub fn autoscaling(&self) -> Option<(i32, i32)> {
         match (self.min_replicas, self.max_replicas) {
             (Some(min), Some(max)) if min > 0 && max > 0 => Some((min, max)),
+            _ => None,
+        }
+    }
+
+    /// Why autoscaling is off although one bound asks for it (one bound greater than zero
+    /// without the other): upstream accepts that and does not autoscale; so does kinfer, and
+    /// says so. `None` when both or neither bound is set.
+    pub fn half_autoscaling(&self) -> Option<(&'static str, &'static str)> {
+        let set = |v: Option<i32>| v.is_some_and(|v| v > 0);
+        match (set(self.min_replicas), set(self.max_replicas)) {
+            (true, false) => Some(("spec.minReplicas", "spec.maxReplicas")),
+            (false, true) => Some(("spec.maxReplicas", "spec.minReplicas")),
             _ => None,
         }
     }

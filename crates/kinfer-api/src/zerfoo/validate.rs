@@ -1,14 +1,18 @@
 //! The upstream `Validate()` rules, plus the checks upstream skipped (replicas within the
-//! autoscaling bounds, both autoscaling bounds or neither, quantities that parse), each reported with its field path.
+//! autoscaling bounds, quantities that parse), each reported with its field path; one bound of
+//! autoscaling without the other is accepted, as upstream, with a warning.
 
 use super::{ZerfooInferenceService, ZerfooInferenceServiceSpec};
 use crate::quantity;
-use crate::schema::parse_duration_seconds;
-use crate::validation::{FieldErrors, Validate};
+use crate::validation::{FieldError, FieldErrors, Validate};
 
 impl Validate for ZerfooInferenceService {
     fn validate(&self) -> Result<(), FieldErrors> {
         self.spec.validate()
+    }
+
+    fn warnings(&self) -> Vec<FieldError> {
+        self.spec.warnings()
     }
 }
 
@@ -28,19 +32,6 @@ impl Validate for ZerfooInferenceServiceSpec {
             if value.is_some_and(|v| v < 0) {
                 errors.push(path, "must not be negative");
             }
-        }
-        // Autoscaling needs both bounds; one alone would be silently ignored.
-        let set = |v: Option<i32>| v.is_some_and(|v| v > 0);
-        match (set(self.min_replicas), set(self.max_replicas)) {
-            (true, false) => errors.push(
-                "spec.minReplicas",
-                "must be set together with spec.maxReplicas",
-            ),
-            (false, true) => errors.push(
-                "spec.maxReplicas",
-                "must be set together with spec.minReplicas",
-            ),
-            _ => {}
         }
         if let Some((min, max)) = self.autoscaling() {
             if min > max {
@@ -70,13 +61,12 @@ impl Validate for ZerfooInferenceServiceSpec {
                 ("spec.healthCheck.interval", &health.interval),
                 ("spec.healthCheck.timeout", &health.timeout),
             ] {
-                let seconds = parse_duration_seconds(value);
                 positive(
                     &mut errors,
                     path,
-                    value,
-                    seconds,
-                    "a duration such as \"30s\"",
+                    &value.to_string(),
+                    value.seconds(),
+                    "a duration such as \"30s\" or integer nanoseconds",
                 );
             }
         }
@@ -99,6 +89,18 @@ impl Validate for ZerfooInferenceServiceSpec {
             }
         }
         errors.into_result()
+    }
+
+    fn warnings(&self) -> Vec<FieldError> {
+        self.half_autoscaling()
+            .map(|(set, missing)| {
+                FieldError::new(
+                    set,
+                    format!("autoscaling is off: it needs {missing} too (as upstream)"),
+                )
+            })
+            .into_iter()
+            .collect()
     }
 }
 

@@ -3,7 +3,8 @@
 //! Contract: one [`ComponentHealth`] per condition the status carries, in this order:
 //! `Primary`, `Canary`, `Autoscaling`, `Route` (giving `PrimaryReady`, `CanaryReady`,
 //! `AutoscalingReady`, `RouteReady`). A part the spec does not ask for (no canary, no
-//! autoscaling, no gateway) is Ready with reason `NotConfigured`; a Gateway on a cluster
+//! autoscaling, no gateway) is Ready with reason `NotConfigured` (one autoscaling bound alone
+//! says so in its message: the spec's warning); a Gateway on a cluster
 //! without HTTPRoutes is a missing upstream dependency of the route alone (a downstream
 //! component, so the tracks and Services are still applied, and no route is planned). The
 //! [`State`] keeps the live objects plan and status need. No client, no clock.
@@ -11,7 +12,7 @@
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use kinfer_api::zerfoo::ZerfooInferenceService;
+use kinfer_api::zerfoo::{Validate as _, ZerfooInferenceService};
 use kinfer_builders::gateway::GatewayRef;
 use kinfer_builders::naming::NameError;
 use kinfer_state::{
@@ -144,7 +145,12 @@ pub fn compose(
     components.push(if spec.autoscaling().is_some() {
         downstream("Autoscaling", &fetched.hpa, hpa_health)
     } else {
-        not_configured("Autoscaling", "autoscaling not configured")
+        // One bound alone is accepted, as upstream accepts it, and said here (the spec's
+        // warning): the user asked for a bound.
+        match spec.warnings().first() {
+            Some(warning) => not_configured("Autoscaling", &warning.to_string()),
+            None => not_configured("Autoscaling", "autoscaling not configured"),
+        }
     });
     components.push(if gateway.is_some() && !routes {
         // Downstream: the route is ours to create, so its missing kind degrades only the

@@ -6,7 +6,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
-use kinfer_api::zerfoo::{CanarySpec, HealthCheckSpec, ZerfooInferenceService};
+use kinfer_api::zerfoo::{CanarySpec, GoDuration, HealthCheckSpec, ZerfooInferenceService};
 use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
@@ -254,6 +254,44 @@ async fn autoscaling_2_to_10_creates_a_cpu_hpa_on_the_primary() {
     assert_eq!(resource.target.average_utilization, Some(80));
     let zis = env.get("my-llama").await;
     assert_eq!(condition_status(&zis, "AutoscalingReady"), "True");
+}
+
+/// What a manifest written by upstream's Go types carries: `time.Duration` as integer
+/// nanoseconds, and `minReplicas` without `maxReplicas` (autoscaling off upstream). Both are
+/// accepted: the probes get the seconds, no HPA is made, and `AutoscalingReady` says why.
+#[tokio::test]
+async fn a_manifest_go_wrote_converges_with_nanosecond_durations_and_a_lone_bound() {
+    let env = env().await;
+    let mut spec = valid_spec();
+    spec.min_replicas = Some(2);
+    spec.health_check = Some(HealthCheckSpec {
+        path: "/ready".into(),
+        interval: GoDuration::Nanoseconds(30_000_000_000),
+        timeout: GoDuration::Nanoseconds(10_000_000_000),
+    });
+    env.create("go-written", spec).await.unwrap();
+    env.converge("go-written").await;
+    let d = env.deployment("go-written-primary").await;
+    assert_eq!(probe_of(&d), ("/ready".to_owned(), 30, 10));
+    assert!(
+        env.hpas
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let zis = env.get("go-written").await;
+    assert_eq!(condition_status(&zis, "ConfigValid"), "True");
+    assert_eq!(condition_status(&zis, "Ready"), "True");
+    let autoscaling = crate::common::condition(&zis, "AutoscalingReady").unwrap();
+    assert_eq!(autoscaling.reason, "NotConfigured");
+    assert!(
+        autoscaling.message.contains("spec.minReplicas")
+            && autoscaling.message.contains("spec.maxReplicas"),
+        "{}",
+        autoscaling.message
+    );
 }
 
 #[tokio::test]

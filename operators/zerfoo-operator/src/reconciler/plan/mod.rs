@@ -23,9 +23,8 @@
 //!   to whole seconds ([`health_probe`]), the Gateway.
 
 use kinfer_api::quantity;
-use kinfer_api::schema::parse_duration_seconds;
 use kinfer_api::validation::{FieldErrors, Validate};
-use kinfer_api::zerfoo::{HealthCheckSpec, ResourceSpec, ZerfooInferenceService};
+use kinfer_api::zerfoo::{GoDuration, HealthCheckSpec, ResourceSpec, ZerfooInferenceService};
 use kinfer_builders::Parent;
 use kinfer_builders::naming::{Dns1123Label, Dns1123Subdomain, NameError};
 use kinfer_builders::zerfoo::{
@@ -133,8 +132,8 @@ pub fn gpu(
 }
 
 /// A duration as whole seconds, rounded up, at least 1.
-fn seconds(raw: &str) -> i32 {
-    let s = parse_duration_seconds(raw).unwrap_or(1.0).ceil().max(1.0);
+fn seconds(duration: &GoDuration) -> i32 {
+    let s = duration.seconds().unwrap_or(1.0).ceil().max(1.0);
     if s >= f64::from(i32::MAX) {
         i32::MAX
     } else {
@@ -232,13 +231,15 @@ pub fn plan(
 
 #[cfg(test)]
 mod tests {
-    use super::{canary_replicas, seconds};
+    use super::{GoDuration, canary_replicas, seconds};
 
     #[test]
     fn probe_seconds_round_up() {
-        assert_eq!(seconds("30s"), 30);
-        assert_eq!(seconds("1500ms"), 2);
-        assert_eq!(seconds("2m"), 120);
+        assert_eq!(seconds(&"30s".into()), 30);
+        assert_eq!(seconds(&"1500ms".into()), 2);
+        assert_eq!(seconds(&"2m".into()), 120);
+        assert_eq!(seconds(&GoDuration::Nanoseconds(30_000_000_000)), 30);
+        assert_eq!(seconds(&GoDuration::Nanoseconds(1_500_000_000)), 2);
     }
 
     #[test]
