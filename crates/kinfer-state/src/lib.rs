@@ -80,7 +80,7 @@ pub use health::{
 pub use kinfer_api::phase::Phase;
 pub use labels::{LabelPropagation, LabelScheme};
 pub use pipeline::{
-    ChildKind, Children, DesiredObject, ObjectKey, Observation, Pipeline, PlanResult,
+    ChildKind, Children, DesiredObject, ObjectKey, Observation, Pipeline, PlanResult, Retire,
 };
 pub use status::{DEFAULT_INFRA_GRACE, DeriveInput, Derived, OverallStatus, derive};
 pub use store::{ChildStore, Feed, OwnerIndex};

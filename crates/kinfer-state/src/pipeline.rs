@@ -257,6 +257,14 @@ pub struct PlanResult {
     /// engine listed as children of this parent (carrying its labels) are deleted, with the
     /// listed UID as precondition; keys that are absent cost nothing.
     pub delete: Vec<(ChildKind, ObjectKey)>,
+    /// Objects to delete **before** anything is applied, each exactly the one fetch read (its
+    /// UID is the precondition): what the plan takes over but cannot update in place (an
+    /// immutable field, such as a binding's `roleRef`: a planned object of the same key is
+    /// then created anew), or what an earlier operator left under a name this one no longer
+    /// uses. Unlike [`Self::delete`] they need not carry this parent's labels: the pipeline
+    /// decided they are its own (upstream's, adopted). In the order given; a failure stops
+    /// the plan before any apply.
+    pub retire: Vec<Retire>,
     /// Reconcile again after this long even if nothing changes.
     pub requeue_after: Option<Duration>,
     /// Keep [`Self::requeue_after`] although components report errors: the plan scheduled the
@@ -265,6 +273,17 @@ pub struct PlanResult {
     /// requeue (infrastructure backoff, a wait for a fix). The engine's own errors (apply,
     /// status) still back off; the sooner requeue wins. See the engine's contract, step 6.
     pub requeue_despite_errors: bool,
+}
+
+/// One object a plan deletes before it applies anything ([`PlanResult::retire`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retire {
+    /// Its kind.
+    pub kind: ChildKind,
+    /// Where it is.
+    pub key: ObjectKey,
+    /// The UID fetch read: only that object is deleted.
+    pub uid: String,
 }
 
 /// The children of one parent found by label, keyed by [`ObjectKey`].

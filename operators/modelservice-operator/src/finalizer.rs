@@ -172,41 +172,6 @@ async fn delete_upstream(client: &Client, ms: &ModelService) -> Result<usize, ku
     Ok(deleted)
 }
 
-/// Deletes the ClusterRoleBinding `binding` of `ms` (the caller decided it is `ms`'s) whose
-/// `roleRef` is not the shipped metrics ClusterRole, then the ClusterRole it referenced when
-/// that was made for `ms` (this operator's parent labels for it, or upstream's labels for it);
-/// each with its UID as precondition, 404 and 409 counting as done. The roleRef is immutable,
-/// so the next apply creates the binding anew; see [`crate::reconciler::fetch`].
-pub async fn retire_legacy_binding(
-    client: &Client,
-    ms: &ModelService,
-    binding: &ClusterRoleBinding,
-) -> Result<(), kube::Error> {
-    let bindings = Api::<ClusterRoleBinding>::all(client.clone());
-    delete_exact(&bindings, &binding.name_any(), binding.uid().as_deref()).await?;
-    let role_name = &binding.role_ref.name;
-    if binding.role_ref.kind != "ClusterRole"
-        || role_name == kinfer_builders::epp::METRICS_AUTH_CLUSTER_ROLE
-        || role_name == kinfer_builders::epp::LEADER_ELECTION_CLUSTER_ROLE
-    {
-        return Ok(());
-    }
-    let roles = Api::<ClusterRole>::all(client.clone());
-    let Some(role) = roles.get_opt(role_name).await? else {
-        return Ok(());
-    };
-    let parent = (ms.namespace().unwrap_or_default(), ms.name_any());
-    if parent_ref(&role.metadata) == Some(parent) || adopt::adoptable_meta(ms, &role.metadata) {
-        delete_exact(&roles, role_name, role.uid().as_deref()).await?;
-        tracing::info!(
-            binding = %binding.name_any(),
-            role = %role_name,
-            "per-ModelService metrics ClusterRole retired for the shipped one"
-        );
-    }
-    Ok(())
-}
-
 /// Deletes the Endpoint Picker's token Secret of `ms` if it is this ModelService's child (its
 /// kind is not listed by the engine, so orphan pruning cannot reach it).
 async fn delete_token_secret(client: &Client, ms: &ModelService) -> Result<(), kube::Error> {

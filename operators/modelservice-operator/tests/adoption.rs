@@ -11,6 +11,7 @@ use common::{Harness, condition, minimal};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kinfer_api::inference_pool::InferencePool;
 use kinfer_api::modelservice::ModelService;
 use kube::api::{Api, ListParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
@@ -47,7 +48,8 @@ fn merge(a: &Value, b: &Value) -> Value {
 }
 
 /// The objects otterscale's model-operator v1.0.1 creates for ModelService `ms` in `ns`
-/// (NOTES section b rows 1, 10, 11, 13, 14, 17), as it labels and selects them.
+/// (NOTES section b rows 1, 10, 11, 13, 14, 17, and the legacy pool of row 19), as it labels
+/// and selects them.
 fn upstream_objects(ms: &str, ns: &str) -> Vec<Value> {
     let epp = format!("{ms}-epp");
     let serving = json!({
@@ -112,6 +114,16 @@ fn upstream_objects(ms: &str, ns: &str) -> Vec<Value> {
             "metadata": meta(&format!("{epp}-config"), standard(&epp, "epp")),
             "data": {"default-plugins.yaml": "# upstream's"},
         }),
+        // The pool name of upstream's earlier releases, which its operator always deletes.
+        json!({
+            "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
+            "metadata": meta(&epp, standard(&epp, "epp")),
+            "spec": {
+                "targetPorts": [{"number": 8000}],
+                "selector": {"matchLabels": selector(ms, "model-decode")},
+                "endpointPickerRef": {"group": "", "kind": "Service", "name": epp, "port": {"number": 9002}},
+            }
+        }),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": format!("{ns}-{epp}"), "labels": standard(&epp, "epp")},
@@ -147,6 +159,7 @@ async fn create_any(h: &Harness, v: &Value) -> (String, String) {
         "ServiceAccount" => create::<ServiceAccount>(h, v).await.uid(),
         "ConfigMap" => create::<ConfigMap>(h, v).await.uid(),
         "ClusterRole" => create::<ClusterRole>(h, v).await.uid(),
+        "InferencePool" => create::<InferencePool>(h, v).await.uid(),
         "ClusterRoleBinding" => create::<ClusterRoleBinding>(h, v).await.uid(),
         other => panic!("{other}"),
     };
@@ -307,6 +320,16 @@ async fn upstream_objects_are_adopted_and_foreign_ones_refused() {
             .is_none(),
         "upstream's per-ModelService ClusterRole is deleted"
     );
+    // Upstream's legacy pool `<epp>` is deleted; the pool `<ms>` serves.
+    let pools: Api<InferencePool> = Api::namespaced(h.client.clone(), "default");
+    common::wait(
+        pools.clone(),
+        "adopt-epp",
+        "the legacy pool deleted",
+        |o: Option<&InferencePool>| o.is_none(),
+    )
+    .await;
+    assert!(pools.get_opt("adopt").await.unwrap().is_some());
     // No duplicates: the namespace holds exactly one decode and one EPP Deployment for it.
     let deployments: BTreeSet<String> = Api::<Deployment>::namespaced(h.client.clone(), "default")
         .list(&ListParams::default())

@@ -39,6 +39,10 @@
 //!   one last applied successfully, fields the server pruned do not count. A successful apply
 //!   of any other body, and a successful deletion, is progress ([`Applied::progressed`]); a
 //!   re-apply of the body last applied is not.
+//! - Retirements ([`PlanResult::retire`]) run first, each with the UID fetch read; a failed
+//!   one stops the step. A planned object of a key whose retirement deleted something is
+//!   created anew: no comparison with, read of, or UID pin to the retired object. When the
+//!   precondition failed (another object holds the name now) it is read and judged as usual.
 //! - Deletions: planned deletions and orphans (of kinds that prune), only of objects listed as
 //!   this parent's children (so carrying our labels), never of objects already terminating,
 //!   each with its listed UID as precondition. Deletions run only after every planned object
@@ -214,6 +218,27 @@ impl<P: Pipeline> Engine<P> {
     ) -> Applied {
         let scheme = &self.config.scheme;
         let mut out = Applied::default();
+        // What the plan retires goes first, exactly the objects fetch read; a planned object of
+        // the same key is then created anew, not compared with (nor pinned to) the old one.
+        let mut retired = BTreeSet::new();
+        for r in &plan.retire {
+            tracing::info!(object = %r.key, "deleting to replace or retire it");
+            match apply::delete(&self.client, &r.kind, &r.key, Some(&r.uid)).await {
+                Ok(true) => {
+                    out.deleted += 1;
+                    out.progressed += 1;
+                    self.handles.writes(WriteVerb::Delete, 1);
+                    retired.insert(r.key.clone());
+                }
+                // Gone already, or the name now belongs to another object (the precondition
+                // failed): the planned object of that key is read and judged as usual.
+                Ok(false) => {}
+                Err(e) => {
+                    out.errors.push(e);
+                    return out;
+                }
+            }
+        }
         let mut seen = BTreeSet::new();
         let mut prepared = Vec::new();
         let mut keep = Vec::new();
@@ -237,9 +262,14 @@ impl<P: Pipeline> Engine<P> {
             if missing_kinds.iter().any(|m| m == &desired.kind) {
                 continue;
             }
-            let mut live = key.as_ref().and_then(|k| children.get(k).cloned());
+            let fresh = key.as_ref().is_some_and(|k| retired.contains(k));
+            let mut live = key
+                .as_ref()
+                .filter(|_| !fresh)
+                .and_then(|k| children.get(k).cloned());
             let mut pinned = None;
             if live.is_none()
+                && !fresh
                 && let Some(k) = &key
             {
                 match self.find(obj, (parent_key, parent), desired, k) {

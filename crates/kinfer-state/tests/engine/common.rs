@@ -137,6 +137,8 @@ pub struct ToyPipeline {
     pub finalized: Arc<AtomicUsize>,
     /// Also list `Widget`s, a kind the cluster does not serve.
     pub widgets: bool,
+    /// Retired by every plan ([`PlanResult::retire`]).
+    pub retire: Arc<std::sync::Mutex<Vec<kinfer_state::Retire>>>,
 }
 
 pub fn widget_kind() -> ChildKind {
@@ -288,6 +290,12 @@ impl Pipeline for ToyPipeline {
             };
             plan.apply.push(DesiredObject::from_typed(&secret)?);
         }
+        plan.retire.clone_from(
+            &self
+                .retire
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         plan.requeue_after = toy.spec.requeue_s.map(std::time::Duration::from_secs);
         plan.requeue_despite_errors = toy.spec.keep_requeue;
         for name in &toy.spec.delete {

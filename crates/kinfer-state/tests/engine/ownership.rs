@@ -86,6 +86,80 @@ async fn an_object_that_is_not_ours_is_not_taken_over() {
     assert_eq!(cond(&env.get("t9").await, "Ready").reason, "NameTaken");
 }
 
+fn retire_cm(name: &str, uid: &str) -> kinfer_state::Retire {
+    kinfer_state::Retire {
+        kind: kinfer_state::ChildKind::of::<ConfigMap>(),
+        key: kinfer_state::ObjectKey {
+            kind: "ConfigMap".into(),
+            group: String::new(),
+            namespace: Some(NS.into()),
+            name: name.into(),
+        },
+        uid: uid.into(),
+    }
+}
+
+/// A retirement deletes exactly the object the pipeline read (by UID), before anything is
+/// applied, and the planned object of that name is created anew, ours; a retirement whose
+/// precondition fails (the name holds another object now) deletes nothing, and that object is
+/// judged as usual: not ours, so not taken over.
+#[tokio::test]
+async fn a_retired_object_is_deleted_by_uid_first_and_replaced() {
+    let pipeline = ToyPipeline::default();
+    let retire = pipeline.retire.clone();
+    let env = env_with(pipeline).await;
+    let theirs = env
+        .cms
+        .create(&PostParams::default(), &plain_cm("r1-a", "theirs"))
+        .await
+        .expect("foreign");
+    let old_uid = theirs.metadata.uid.clone().expect("uid");
+    *retire.lock().unwrap() = vec![retire_cm("r1-a", &old_uid)];
+    env.create("r1", &[("a", "1")]).await;
+    let r = env.pass("r1").await;
+    assert_eq!((r.deleted, r.applied), (1, 1), "{r:?}");
+    assert!(
+        r.errors.iter().all(|e| e.reason.as_str() != "NameTaken"),
+        "{r:?}"
+    );
+    let ours = env.cms.get("r1-a").await.expect("created anew");
+    assert_ne!(ours.metadata.uid.as_deref(), Some(old_uid.as_str()));
+    assert_eq!(
+        ours.data
+            .unwrap_or_default()
+            .get("value")
+            .map(String::as_str),
+        Some("1")
+    );
+
+    // The same retirement again: the UID is stale, nothing is deleted, ours stays.
+    let r = env.pass("r1").await;
+    assert_eq!(r.deleted, 0, "{r:?}");
+    assert!(env.cms.get("r1-a").await.is_ok());
+
+    // A stale retirement of a name someone else holds now: refused as taken, not deleted.
+    env.cms
+        .create(&PostParams::default(), &plain_cm("r2-a", "someone"))
+        .await
+        .expect("foreign");
+    *retire.lock().unwrap() = vec![retire_cm("r2-a", "not-its-uid")];
+    env.create("r2", &[("a", "1")]).await;
+    let r = env.pass("r2").await;
+    assert_eq!(r.deleted, 0, "{r:?}");
+    assert!(
+        r.errors.iter().any(|e| e.reason.as_str() == "NameTaken"),
+        "{r:?}"
+    );
+    let kept = env.cms.get("r2-a").await.expect("kept");
+    assert_eq!(
+        kept.data
+            .unwrap_or_default()
+            .get("value")
+            .map(String::as_str),
+        Some("someone")
+    );
+}
+
 #[tokio::test]
 async fn planned_deletions_touch_only_our_existing_children() {
     let env = env().await;

@@ -52,6 +52,8 @@ pub struct State {
     pub route: Option<Value>,
     /// A route is wanted (spec or default Gateway).
     pub route_wanted: bool,
+    /// What an earlier operator left that the plan deletes first ([`super::legacy`]).
+    pub retire: Vec<kinfer_state::pipeline::Retire>,
 }
 
 /// The component names: the engine writes `<name>Ready`, except for the components whose API
@@ -275,6 +277,11 @@ pub fn compose(
             ));
         }
     }
+    let live_binding = match &fetched.cluster_binding {
+        Some(Ok(binding)) => binding.as_ref(),
+        _ => None,
+    };
+    state.retire = super::legacy::retirements(ms, live_binding, &fetched.legacy, cluster_rbac);
     state.desired = Some(desired);
     let mut observation = Observation::new(state);
     observation.components = components;

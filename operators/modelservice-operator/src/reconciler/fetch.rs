@@ -1,6 +1,6 @@
 //! Fetch: what a ModelService depends on beyond its listed children.
 //!
-//! Contract: reads (but for the one write below), never fails as a whole (errors are kept per item). It snapshots the
+//! Contract: reads only, never fails as a whole (errors are kept per item). It snapshots the
 //! optional CRDs once, so compose and plan of one reconcile agree, and reads the Endpoint
 //! Picker's ClusterRoleBinding from the engine's index of the marked ones
 //! ([`crate::cluster_rbac`]) or, when the index does not hold it (not created yet, or
@@ -9,17 +9,16 @@
 //! `a-b-c-epp`), so [`cluster_rbac_owner`] decides from the binding's parent labels whether it
 //! is this ModelService's.
 //!
-//! One write happens here, before anything is applied: a binding of this ModelService (or
-//! upstream's for it) whose `roleRef` is not the shipped metrics ClusterRole (an earlier
-//! kinfer's or upstream's per-ModelService ClusterRole) is deleted, with the ClusterRole it
-//! referenced ([`crate::finalizer::retire_legacy_binding`]): a binding's `roleRef` is
-//! immutable, so the plan's apply then creates it anew, bound to the shipped role.
+//! It also reads what an earlier operator left for this one to replace
+//! ([`super::legacy::read`]).
 
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kinfer_api::inference_pool::InferencePool;
 use kinfer_api::modelservice::ModelService;
-use kinfer_builders::{epp, labels, naming};
+use kinfer_builders::{labels, naming};
 use kinfer_state::OwnerIndex;
 use kinfer_state::health::FetchResult;
+use kinfer_state::pipeline::Children;
 use kube::{Api, Client, ResourceExt};
 
 use crate::config::OperatorConfig;
@@ -32,6 +31,8 @@ pub struct Fetched {
     pub crds: OptionalCrds,
     /// The metrics-auth ClusterRoleBinding, when metrics auth wants one (`None` otherwise).
     pub cluster_binding: Option<FetchResult<ClusterRoleBinding>>,
+    /// What an earlier operator left for this one to replace.
+    pub legacy: super::legacy::Legacy,
 }
 
 /// The cluster RBAC name of `ms` (`<namespace>-<epp>`), when it can be derived.
@@ -97,42 +98,19 @@ pub fn cluster_rbac_owner(binding: &ClusterRoleBinding, ms: &ModelService) -> Cl
     }
 }
 
-/// Whether `binding` is `ms`'s to retire: its parent labels name `ms`, or it is upstream's
-/// for `ms` (unlabelled by kinfer, upstream's labels, binding only `ms`'s Endpoint Picker).
-/// Anything else of that name is left to the plan, which refuses it as taken.
-fn retirable(binding: &ClusterRoleBinding, ms: &ModelService) -> bool {
-    match cluster_rbac_owner(binding, ms) {
-        ClusterRbacOwner::This => true,
-        ClusterRbacOwner::Unlabelled => super::adopt::adoptable_meta(ms, &binding.metadata),
-        ClusterRbacOwner::Other => false,
-    }
-}
-
-/// The ClusterRoleBinding `name` (from `index` when that holds it), after retiring it when it
-/// is `ms`'s and binds another role than the shipped one (see the module contract).
+/// The ClusterRoleBinding `name`, from `index` when that holds it.
 async fn current_binding(
     client: &Client,
-    ms: &ModelService,
     name: &str,
     index: Option<&OwnerIndex>,
 ) -> Result<Option<ClusterRoleBinding>, kube::Error> {
-    let live = match index.and_then(|i| crate::cluster_rbac::binding(i, name)) {
-        Some(cached) => Some(cached),
+    match index.and_then(|i| crate::cluster_rbac::binding(i, name)) {
+        Some(cached) => Ok(Some(cached)),
         None => {
             Api::<ClusterRoleBinding>::all(client.clone())
                 .get_opt(name)
-                .await?
+                .await
         }
-    };
-    match live {
-        Some(binding)
-            if binding.role_ref.name != epp::METRICS_AUTH_CLUSTER_ROLE
-                && retirable(&binding, ms) =>
-        {
-            crate::finalizer::retire_legacy_binding(client, ms, &binding).await?;
-            Ok(None)
-        }
-        other => Ok(other),
     }
 }
 
@@ -141,15 +119,30 @@ pub async fn fetch(
     client: &Client,
     ms: &ModelService,
     config: &OperatorConfig,
-    crds: OptionalCrds,
+    (crds, children): (OptionalCrds, &Children),
     index: Option<&OwnerIndex>,
 ) -> Fetched {
     let cluster_binding = match (config.metrics_endpoint_auth, cluster_rbac_name(ms)) {
-        (true, Some(name)) => Some(current_binding(client, ms, &name, index).await),
+        (true, Some(name)) => Some(current_binding(client, &name, index).await),
         _ => None,
     };
+    let live_binding = cluster_binding
+        .as_ref()
+        .and_then(|b| b.as_ref().ok())
+        .and_then(Option::as_ref);
+    // A legacy pool can only be left from before this operator's first apply of the pool
+    // `<ms>`: once that is listed as a child, no reconcile looks for one (no steady-state read).
+    let own_pool = naming::modelservice::pool_name(&ms.name_any()).is_ok_and(|name| {
+        matches!(
+            children.fetch::<InferencePool>(ms.namespace().as_deref(), name.as_str()),
+            Ok(Some(_))
+        )
+    });
+    let legacy =
+        super::legacy::read(client, ms, live_binding, crds.inference_pool && !own_pool).await;
     Fetched {
         crds,
         cluster_binding,
+        legacy,
     }
 }

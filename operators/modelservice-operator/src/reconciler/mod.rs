@@ -12,6 +12,7 @@ pub mod adopt;
 pub mod build;
 pub mod compose;
 pub mod fetch;
+pub mod legacy;
 pub mod plan;
 pub mod resolve;
 pub mod status;
@@ -190,12 +191,12 @@ impl Pipeline for ModelServicePipeline {
         child_kinds(self.crds())
     }
 
-    async fn fetch(&self, client: &Client, object: &ModelService, _children: &Children) -> Fetched {
+    async fn fetch(&self, client: &Client, object: &ModelService, children: &Children) -> Fetched {
         fetch::fetch(
             client,
             object,
             &self.config,
-            self.crds(),
+            (self.crds(), children),
             self.index.as_deref(),
         )
         .await
