@@ -413,6 +413,80 @@ async fn cluster_model_uses_pull_secrets_and_runs_discovery_in_the_operator_name
     }
 }
 
+/// A service naming a private image creates an AIMModel that carries the service's pull
+/// secrets, ServiceAccount and runtime config, and the `origin: auto-generated` label, as AIM
+/// Engine builds it: the model's inspection reads the image with the service's credentials.
+#[tokio::test]
+async fn a_service_naming_a_private_image_creates_a_model_with_its_credentials() {
+    let registry = Registry::start_with_auth().await;
+    registry.push("aim/private", "2.0", &aim_labels()).await;
+    let env = start_for(&registry).await;
+    env.cluster.simulator().set_log_hook(echo_hook(|_| None));
+    gpu_node(&env.client, "gpu-1", "74a1").await;
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &Secret {
+                metadata: ObjectMeta {
+                    name: Some("team-regcred".into()),
+                    namespace: Some(NS.into()),
+                    ..ObjectMeta::default()
+                },
+                type_: Some("kubernetes.io/dockerconfigjson".into()),
+                data: Some(BTreeMap::from([(
+                    ".dockerconfigjson".to_owned(),
+                    k8s_openapi::ByteString(registry.docker_config_json().into_bytes()),
+                )])),
+                ..Secret::default()
+            },
+        )
+        .await
+        .unwrap();
+    apply_json(
+        &Api::<kinfer_api::aim::AIMRuntimeConfig>::namespaced(env.client.clone(), NS),
+        json!({"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMRuntimeConfig",
+               "metadata": {"name": "team", "namespace": NS}, "spec": {}}),
+    )
+    .await;
+    let image = format!("{}/aim/private:2.0", registry.host);
+    support::serving::service(
+        &env,
+        NS,
+        "private-by-image",
+        json!({"model": {"image": image},
+               "imagePullSecrets": [{"name": "team-regcred"}],
+               "serviceAccountName": "team-runner",
+               "runtimeConfigName": "team"}),
+    )
+    .await;
+    let name = kinfer_builders::naming::aim::image_model_name(&image).unwrap();
+    let models: Api<AIMModel> = Api::namespaced(env.client.clone(), NS);
+    let m = wait(
+        &models,
+        name.as_str(),
+        "its image read with the service's credentials",
+        |m: &AIMModel| {
+            m.status.as_ref().is_some_and(|s| {
+                condition(&s.conditions, "ImageMetadataReady").is_some_and(|c| c.status == "True")
+            })
+        },
+    )
+    .await;
+    assert_eq!(m.spec.image, image);
+    assert_eq!(
+        m.spec
+            .image_pull_secrets
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["team-regcred"]
+    );
+    assert_eq!(m.spec.service_account_name.as_deref(), Some("team-runner"));
+    assert_eq!(m.spec.runtime_config_name.as_deref(), Some("team"));
+    assert_eq!(m.labels()["aim.eai.amd.com/origin"], "auto-generated");
+    assert!(m.owner_references().is_empty(), "outlives the service");
+}
+
 #[tokio::test]
 async fn model_source_syncs_with_filters_up_to_max_models() {
     let registry = Registry::start().await;

@@ -116,6 +116,19 @@ fn new_model(
     }
 }
 
+/// The spec of the AIMModel a service naming `image` creates: the service's pull secrets,
+/// ServiceAccount and runtime config go with it, as AIM Engine copies them, so a private
+/// image's inspection uses the service's credentials.
+fn image_model_spec(svc: &AIMService, image: &str) -> AIMModelSpec {
+    AIMModelSpec {
+        image: image.to_owned(),
+        image_pull_secrets: svc.spec.image_pull_secrets.clone(),
+        service_account_name: svc.spec.service_account_name.clone(),
+        runtime_config_name: svc.spec.runtime_config_name.clone(),
+        ..AIMModelSpec::default()
+    }
+}
+
 /// Resolves the service's model; see the module contract.
 pub fn resolve_model(
     svc: &AIMService,
@@ -176,11 +189,11 @@ pub fn resolve_model(
                     Some(ModelChoice::Create(Box::new(new_model(
                         name.as_str(),
                         &ns,
-                        BTreeMap::new(),
-                        AIMModelSpec {
-                            image: image.to_owned(),
-                            ..AIMModelSpec::default()
-                        },
+                        BTreeMap::from([(
+                            scheme::ORIGIN_LABEL.to_owned(),
+                            scheme::AUTO_GENERATED.to_owned(),
+                        )]),
+                        image_model_spec(svc, image),
                     )))),
                 ),
                 // The only failure: no name and tag to derive from (the error would repeat
