@@ -273,10 +273,13 @@ pub fn model_deployment(input: &ModelDeploymentInput) -> Result<BuiltDeployment,
 
     let mut warnings = Vec::new();
     let mut resources = input.resources.clone();
-    let explicit = input.accelerator_resource_name.as_deref();
-    if let Some(resource) = resources::accelerator_resource(input.accelerator)
-        .map(|default| explicit.unwrap_or(default))
-    {
+    let explicit = input.accelerator_resource_name.clone();
+    if let Some(resource) = resources::accelerator_resource(input.accelerator).map(|default| {
+        explicit
+            .or_else(|| resources::user_device(input.resources.as_ref(), default))
+            .unwrap_or_else(|| default.to_owned())
+    }) {
+        let resource = resource.as_str();
         let p = input.parallelism;
         let count = resources::accelerator_count(p.tensor, p.data_local);
         let (injected, warning) = resources::inject_accelerator(resources, resource, count);

@@ -24,6 +24,27 @@ pub fn is_extended(resource: &str) -> bool {
     resource.contains('/') && !resource.starts_with("kubernetes.io/")
 }
 
+/// The device resource `resources` name instead of the accelerator type's whole device
+/// (`default`, such as `nvidia.com/gpu`): an extended resource of the same vendor domain (a MIG
+/// slice, `nvidia.com/mig-1g.10gb`) or one whose name says it is a GPU (a vGPU profile,
+/// `otterscale.com/vgpu`). Other extended resources (RDMA devices, say) are not accelerators.
+/// Limits are looked at first, then requests; the first such name in order wins.
+pub fn user_device(resources: Option<&ResourceRequirements>, default: &str) -> Option<String> {
+    let domain = default.split_once('/').map(|(d, _)| d)?;
+    let resources = resources?;
+    let device = |name: &String| {
+        name != default
+            && is_extended(name)
+            && name.split_once('/').is_some_and(|(d, device)| {
+                d == domain || device.to_ascii_lowercase().contains("gpu")
+            })
+    };
+    [resources.limits.as_ref(), resources.requests.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|m| m.keys().find(|n| device(n)).cloned())
+}
+
 /// Accelerators per pod: tensor × data-local parallelism (each at least 1).
 pub fn accelerator_count(tensor: i32, data_local: i32) -> i64 {
     i64::from(tensor.max(1)) * i64::from(data_local.max(1))

@@ -173,6 +173,29 @@ async fn tensor4_data_local2_on_amd_requests_8_gpus() {
     }));
 }
 
+/// A role that names a MIG slice gets that slice and no whole GPU beside it.
+#[tokio::test]
+async fn a_mig_slice_the_role_names_is_kept_without_a_whole_gpu() {
+    let h = Harness::start().await;
+    let mut ms = minimal("mig", "default");
+    ms["spec"]["decode"]["resources"] = json!({"limits": {"nvidia.com/mig-1g.10gb": "1"}});
+    h.create(&ms).await;
+    h.wait_ready("default", "mig").await;
+    let d: Deployment = h.get("default", "mig-decode").await.unwrap();
+    let vllm = container(&d, "vllm");
+    assert_eq!(
+        gpu(&vllm, "nvidia.com/mig-1g.10gb"),
+        ("1".into(), "1".into())
+    );
+    let resources = vllm.resources.unwrap_or_default();
+    for list in [resources.limits, resources.requests] {
+        assert!(
+            !list.unwrap_or_default().contains_key("nvidia.com/gpu"),
+            "a whole GPU beside the slice"
+        );
+    }
+}
+
 #[tokio::test]
 async fn user_gpu_count_wins_with_a_warning_condition() {
     let h = Harness::start().await;

@@ -53,6 +53,36 @@ fn user_set_gpu_count_wins_with_a_warning() {
     );
 }
 
+/// A role whose resources name a device resource (a MIG slice of the vendor, a vGPU profile)
+/// keeps it, and no whole GPU is added beside it; an RDMA device is no accelerator.
+#[test]
+fn a_device_resource_the_user_names_replaces_the_whole_gpu() {
+    let with = |resources: serde_json::Value| {
+        let mut input = input::<ModelDeploymentInput>("deployment-decode");
+        input.resources = Some(serde_json::from_value(resources).expect("resources"));
+        let built = model_deployment(&input).expect("builds");
+        assert_core_valid(&built.deployment);
+        let json = serde_json::to_value(&built.deployment).expect("json");
+        json["spec"]["template"]["spec"]["containers"][0]["resources"].clone()
+    };
+    for device in ["nvidia.com/mig-1g.10gb", "otterscale.com/vgpu"] {
+        let r = with(serde_json::json!({"limits": {device: "2"}}));
+        assert_eq!(r["limits"][device], "2", "{device}");
+        assert_eq!(
+            r["requests"][device], "2",
+            "{device}: requests follow limits"
+        );
+        assert!(r["limits"].get("nvidia.com/gpu").is_none(), "{device}: {r}");
+        assert!(
+            r["requests"].get("nvidia.com/gpu").is_none(),
+            "{device}: {r}"
+        );
+    }
+    let rdma = with(serde_json::json!({"limits": {"rdma/ib": "1"}, "requests": {"rdma/ib": "1"}}));
+    assert_eq!(rdma["limits"]["rdma/ib"], "1");
+    assert_eq!(rdma["limits"]["nvidia.com/gpu"], "2", "{rdma}");
+}
+
 #[test]
 fn routing_proxy_moves_vllm_and_probes_to_the_target_port() {
     let (_, _, json) = build("deployment-decode");
