@@ -81,6 +81,14 @@ impl Vendor {
     pub fn resource_name(self) -> &'static str {
         self.spec().resource_name
     }
+
+    /// The vendor whose whole-GPU resource `resource` is; `None` for any other resource (a
+    /// partition, a vGPU profile).
+    pub fn of_resource(resource: &str) -> Option<Vendor> {
+        Self::ALL
+            .into_iter()
+            .find(|v| v.resource_name() == resource)
+    }
 }
 
 impl std::fmt::Display for Vendor {

@@ -24,6 +24,7 @@ use kinfer_builders::naming::NameError;
 use kinfer_builders::naming::aim::{
     CustomTemplate, Deployment, custom_template_name, template_name,
 };
+use kinfer_select::gpu::GpuModel;
 
 use crate::scheme::{ALIAS_LABEL, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL, label_value};
 
@@ -121,6 +122,12 @@ fn recommended(
             gpu: Some(AIMGpuRequirements {
                 model: Some(gpu_model.to_owned()),
                 requests: d.gpu_count,
+                // The vendor's own resource (an NVIDIA model requests `nvidia.com/gpu`); the
+                // default (`amd.com/gpu`) for a model the table does not know.
+                resource_name: GpuModel::new(gpu_model)
+                    .and_then(|m| m.vendor())
+                    .map_or(DEFAULT_GPU_RESOURCE_NAME, |v| v.resource_name())
+                    .to_owned(),
                 ..AIMGpuRequirements::default()
             }),
         });
@@ -268,6 +275,50 @@ mod tests {
             (Some("MI325X"), Some(2))
         );
         assert_eq!(t[1].labels[MODEL_LABEL], "qwen3-32b");
+    }
+
+    /// A recommended deployment on an NVIDIA GPU requests NVIDIA's resource, not the
+    /// `amd.com/gpu` default; a GPU the table does not know keeps the default.
+    #[test]
+    fn templates_request_their_gpu_vendors_resource() {
+        let spec = AIMModelSpec {
+            image: "example.com/aim-llama:1.0".into(),
+            ..Default::default()
+        };
+        let md = ImageMetadata {
+            model: Some(ModelMetadata {
+                recommended_deployments: vec![
+                    dep("H100", 1, "latency", "fp8"),
+                    dep("MI300X", 1, "latency", "fp8"),
+                    dep("FUTURE-9000", 1, "latency", "fp8"),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let t = desired("llama", &spec, Some(&md)).unwrap();
+        let resource = |i: usize| {
+            let gpu = t[i]
+                .spec
+                .parameters
+                .hardware
+                .as_ref()
+                .unwrap()
+                .gpu
+                .as_ref()
+                .unwrap();
+            (gpu.model.clone().unwrap(), gpu.resource_name.clone())
+        };
+        let mut got: Vec<_> = (0..t.len()).map(resource).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("FUTURE-9000".to_owned(), "amd.com/gpu".to_owned()),
+                ("H100".to_owned(), "nvidia.com/gpu".to_owned()),
+                ("MI300X".to_owned(), "amd.com/gpu".to_owned()),
+            ]
+        );
     }
 
     #[test]

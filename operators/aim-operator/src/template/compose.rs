@@ -289,6 +289,10 @@ fn gpu_health(gpu: &Result<GpuAvailability, CategorizedError>) -> ComponentHealt
             CategorizedError::new(ErrorCategory::InvalidSpec, m.clone())
                 .with_reason(Reason::custom("InvalidHardware")),
         ),
+        Ok(GpuAvailability::ResourceMismatch(m)) => ComponentHealth::new("GPU").upstream().error(
+            CategorizedError::new(ErrorCategory::InvalidSpec, m.clone())
+                .with_reason(Reason::custom("GPUResourceMismatch")),
+        ),
         Err(e) => ComponentHealth::new("GPU").upstream().error(e.clone()),
     }
 }

@@ -5,11 +5,13 @@
 //! always available; a GPU model is available when some node has it (normalised names),
 //! else `GPUNotAvailable` with the models present; `minVram` admits every present model whose
 //! smallest VRAM meets it, else `VRAMNotAvailable`. Available GPUs come with the node affinity
-//! that pins pods to exactly their nodes and a hardware summary (`2 x MI300X`, `CPU`).
+//! that pins pods to exactly their nodes and a hardware summary (`2 x MI300X`, `CPU`). A GPU
+//! model of one vendor with another vendor's whole-GPU `resourceName` (an NVIDIA model on the
+//! `amd.com/gpu` default) is a `ResourceMismatch` naming both, never pods that cannot schedule.
 
 use k8s_openapi::api::core::v1::NodeAffinity;
 use kinfer_api::aim::AIMHardwareRequirements;
-use kinfer_select::gpu::{ClusterGpus, GpuModel};
+use kinfer_select::gpu::{ClusterGpus, GpuModel, Vendor};
 
 /// The outcome for one template.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +35,9 @@ pub enum GpuAvailability {
     },
     /// The requirement itself is invalid (an unparseable `minVram`).
     Invalid(String),
+    /// The GPU model is one vendor's and `resourceName` another vendor's whole GPU: pods would
+    /// never schedule. The message names both.
+    ResourceMismatch(String),
 }
 
 impl GpuAvailability {
@@ -73,6 +78,17 @@ pub fn availability(
         let Some(wanted) = GpuModel::new(raw) else {
             return GpuAvailability::Invalid(format!("GPU model {raw:?} is not a GPU name"));
         };
+        if let (Some(vendor), Some(other)) =
+            (wanted.vendor(), Vendor::of_resource(&gpu.resource_name))
+            && vendor != other
+        {
+            return GpuAvailability::ResourceMismatch(format!(
+                "hardware.gpu: {} is an {vendor} GPU but resourceName {} is {other}'s; set resourceName to {}",
+                wanted.as_str(),
+                gpu.resource_name,
+                vendor.resource_name()
+            ));
+        }
         if !cluster.contains(&wanted) {
             return GpuAvailability::NotAvailable {
                 reason: "GPUNotAvailable",
@@ -149,6 +165,42 @@ mod tests {
                 ..Default::default()
             }),
         }
+    }
+
+    /// A GPU model of one vendor with the other vendor's whole-GPU resource is reported
+    /// naming both, whatever the cluster has; a partition resource is not judged.
+    #[test]
+    fn a_gpu_model_with_another_vendors_resource_is_a_mismatch_naming_both() {
+        let node = BTreeMap::from([(
+            "nvidia.com/gpu.product".to_owned(),
+            "NVIDIA-H100-80GB-HBM3".to_owned(),
+        )]);
+        let cluster = ClusterGpus::from_nodes([&node]);
+        let with = |model: &str, resource: &str| {
+            let mut h = hw(Some(model), None);
+            if let Some(g) = h.gpu.as_mut() {
+                resource.clone_into(&mut g.resource_name);
+            }
+            availability(Some(&h), &cluster)
+        };
+        match with("H100", "amd.com/gpu") {
+            GpuAvailability::ResourceMismatch(m) => {
+                assert!(
+                    m.contains("H100") && m.contains("amd.com/gpu") && m.contains("nvidia.com/gpu"),
+                    "{m}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            with("MI300X", "nvidia.com/gpu"),
+            GpuAvailability::ResourceMismatch(_)
+        ));
+        assert!(with("H100", "nvidia.com/gpu").is_available());
+        assert!(!matches!(
+            with("MI300X", "amd.com/gpu-partition"),
+            GpuAvailability::ResourceMismatch(_)
+        ));
     }
 
     #[test]
