@@ -103,6 +103,66 @@ pub fn http_route(route: &Value) -> ComponentHealth {
     parents("HTTPRoute", route["status"]["parents"].as_array())
 }
 
+/// An HTTPRoute as AIM Engine reads it: Ready once at least one parent accepted it and resolved
+/// its references, the parents that did not named (with their reason) in the message; with no
+/// such parent, [`http_route`]'s reading (the first refusal or wait). A route attached to
+/// several Gateways serves through the one that took it.
+pub fn http_route_any_parent(route: &Value) -> ComponentHealth {
+    let list = route["status"]["parents"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let serving = |p: &Value| {
+        matches!(
+            condition(&p["conditions"], "Accepted"),
+            Some(("True", _, _))
+        ) && !matches!(
+            condition(&p["conditions"], "ResolvedRefs"),
+            Some(("False", _, _))
+        )
+    };
+    let name = |p: &Value| {
+        p["parentRef"]["name"]
+            .as_str()
+            .unwrap_or("parent")
+            .to_owned()
+    };
+    let (serving, others): (Vec<&Value>, Vec<&Value>) = list.iter().partition(|p| serving(p));
+    if serving.is_empty() {
+        return http_route(route);
+    }
+    let message = if others.is_empty() {
+        String::new()
+    } else {
+        let why = |p: &Value| {
+            let conds = &p["conditions"];
+            let reason = match (
+                condition(conds, "Accepted"),
+                condition(conds, "ResolvedRefs"),
+            ) {
+                (Some(("True", _, _)), Some((_, reason, _))) | (Some((_, reason, _)), _) => reason,
+                (None, _) => "",
+            };
+            let reason = if reason.is_empty() {
+                "NotYetAccepted"
+            } else {
+                reason
+            };
+            format!("{} ({reason})", name(p))
+        };
+        format!(
+            "accepted by {}; not by {}",
+            serving
+                .iter()
+                .map(|p| name(p))
+                .collect::<Vec<_>>()
+                .join(", "),
+            others.iter().map(|p| why(p)).collect::<Vec<_>>().join(", ")
+        )
+    };
+    health("HTTPRoute", ComponentState::Ready, "Accepted", message)
+}
+
 /// A Gateway API Inference Extension InferencePool (`v1` `status.parents`, `v1alpha2`
 /// `status.parent`): same rules as [`http_route`].
 pub fn inference_pool(pool: &Value) -> ComponentHealth {

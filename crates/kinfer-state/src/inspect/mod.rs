@@ -16,7 +16,7 @@ mod custom;
 mod pod;
 mod workload;
 
-pub use custom::{http_route, inference_pool, inference_service};
+pub use custom::{http_route, http_route_any_parent, inference_pool, inference_service};
 pub use pod::{PodDiagnosis, classify_image_pull, classify_log_tail, diagnose_pod, pods};
 pub use workload::{deployment, hpa, job, pvc};
 

@@ -464,3 +464,40 @@ fn routes_pools_and_inference_services() {
         )
     );
 }
+
+/// AIM Engine's reading of a route: one accepting Gateway is enough, and the message names the
+/// ones that refused; with none, the strict reading's refusal stands.
+#[test]
+fn a_route_one_gateway_accepted_is_ready_naming_the_refusals() {
+    let parent =
+        |name: &str, conds: Value| json!({"parentRef": {"name": name}, "conditions": conds});
+    let ok =
+        json!([{"type": "Accepted", "status": "True"}, {"type": "ResolvedRefs", "status": "True"}]);
+    let refused = json!([{"type": "Accepted", "status": "False", "reason": "NotAllowedByListeners", "message": "no"}]);
+    let mixed =
+        json!({"status": {"parents": [parent("public", ok), parent("internal", refused.clone())]}});
+    let h = http_route_any_parent(&mixed);
+    assert_eq!(summary(&h).0, ComponentState::Ready);
+    assert_eq!(
+        h.message.as_deref(),
+        Some("accepted by public; not by internal (NotAllowedByListeners)")
+    );
+    assert_eq!(
+        summary(&http_route(&mixed)).1,
+        "NotAllowedByListeners",
+        "the strict reading is unchanged"
+    );
+    let none = json!({"status": {"parents": [parent("internal", refused)]}});
+    assert_eq!(
+        summary(&http_route_any_parent(&none)),
+        (
+            ComponentState::Failed,
+            "NotAllowedByListeners".into(),
+            Some(ErrorCategory::InvalidSpec)
+        )
+    );
+    assert_eq!(
+        summary(&http_route_any_parent(&json!({}))).0,
+        ComponentState::Progressing
+    );
+}

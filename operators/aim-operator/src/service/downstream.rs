@@ -291,7 +291,8 @@ fn route_health(
                 .unwrap_or_default();
             Some(
                 match children.fetch::<gateway_api::httproutes::HttpRoute>(Some(&ns), &rname) {
-                    Ok(Some(live)) => kinfer_state::inspect::http_route(
+                    // Ready once one Gateway accepted it, as AIM Engine counts it.
+                    Ok(Some(live)) => kinfer_state::inspect::http_route_any_parent(
                         &serde_json::to_value(&live).unwrap_or_default(),
                     )
                     .downstream(),
