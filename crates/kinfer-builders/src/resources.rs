@@ -25,10 +25,11 @@ pub fn is_extended(resource: &str) -> bool {
 }
 
 /// The device resource `resources` name instead of the accelerator type's whole device
-/// (`default`, such as `nvidia.com/gpu`): an extended resource of the same vendor domain (a MIG
-/// slice, `nvidia.com/mig-1g.10gb`) or one whose name says it is a GPU (a vGPU profile,
-/// `otterscale.com/vgpu`). Other extended resources (RDMA devices, say) are not accelerators.
-/// Limits are looked at first, then requests; the first such name in order wins.
+/// (`default`, such as `nvidia.com/gpu`): a MIG slice of the same vendor
+/// (`nvidia.com/mig-1g.10gb`), or a resource whose name says it is a GPU (a vGPU profile,
+/// `otterscale.com/vgpu`). Other extended resources are not accelerators, the vendor's own
+/// network devices included (`nvidia.com/hostdev`, `amd.com/nic`, RDMA). Limits are looked at
+/// first, then requests; the first such name in order wins.
 pub fn user_device(resources: Option<&ResourceRequirements>, default: &str) -> Option<String> {
     let domain = default.split_once('/').map(|(d, _)| d)?;
     let resources = resources?;
@@ -36,7 +37,8 @@ pub fn user_device(resources: Option<&ResourceRequirements>, default: &str) -> O
         name != default
             && is_extended(name)
             && name.split_once('/').is_some_and(|(d, device)| {
-                d == domain || device.to_ascii_lowercase().contains("gpu")
+                let device = device.to_ascii_lowercase();
+                (d == domain && device.starts_with("mig-")) || device.contains("gpu")
             })
     };
     [resources.limits.as_ref(), resources.requests.as_ref()]

@@ -1,14 +1,14 @@
 //! The finalizer `model.otterscale.io/epp-cluster-rbac`: removal of the Endpoint Picker's
 //! cluster-scoped metrics-auth RBAC, which owner references cannot reach: the
-//! ClusterRoleBinding of the shipped metrics ClusterRole, and the per-ModelService ClusterRoles
-//! an earlier kinfer or upstream's operator made (kinfer creates none now).
+//! ClusterRoleBinding of the shipped metrics ClusterRole, and any ClusterRole made for this one
+//! ModelService (upstream's, or one carrying this operator's marker and parent labels).
 //!
 //! Contract (NOTES section b rows 17-18, defect g17 fixed), run by the engine's finalizer flow
 //! ([`kinfer_state::Pipeline::needs_finalizer`], [`kinfer_state::Pipeline::finalize`]):
 //! - the finalizer is needed per ModelService, only while it has (or is to get) cluster RBAC
 //!   ([`crate::reconciler::resolve::wants_cluster_rbac`]: metrics auth on, and the name not
-//!   held by another ModelService); the engine adds it **before** the ClusterRole and
-//!   ClusterRoleBinding are applied (compose plans them only while the object carries it) and
+//!   held by another ModelService); the engine adds it **before** the ClusterRoleBinding is
+//!   applied (compose plans it only while the object carries it) and
 //!   never adds it otherwise;
 //! - when the cluster RBAC is no longer wanted (metrics auth turned off, a name conflict), the
 //!   engine runs [`cleanup`] and releases the finalizer; on deletion it runs [`cleanup`] and

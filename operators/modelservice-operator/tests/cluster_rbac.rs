@@ -84,7 +84,7 @@ async fn cluster_rbac_names_its_parent_and_drift_is_repaired_through_the_watch()
     .await;
 }
 
-/// A binding an earlier kinfer made binds its own per-ModelService ClusterRole; a binding's
+/// A binding labelled for this ModelService binds a ClusterRole made for it alone; a binding's
 /// roleRef is immutable, so it is deleted and made anew for the shipped ClusterRole, and the
 /// old ClusterRole goes with it. Another parent's old ClusterRole is left alone.
 #[tokio::test]

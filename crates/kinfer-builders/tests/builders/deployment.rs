@@ -54,7 +54,8 @@ fn user_set_gpu_count_wins_with_a_warning() {
 }
 
 /// A role whose resources name a device resource (a MIG slice of the vendor, a vGPU profile)
-/// keeps it, and no whole GPU is added beside it; an RDMA device is no accelerator.
+/// keeps it, and no whole GPU is added beside it; a network device (RDMA, the vendor's own) is
+/// no accelerator.
 #[test]
 fn a_device_resource_the_user_names_replaces_the_whole_gpu() {
     let with = |resources: serde_json::Value| {
@@ -78,9 +79,11 @@ fn a_device_resource_the_user_names_replaces_the_whole_gpu() {
             "{device}: {r}"
         );
     }
-    let rdma = with(serde_json::json!({"limits": {"rdma/ib": "1"}, "requests": {"rdma/ib": "1"}}));
-    assert_eq!(rdma["limits"]["rdma/ib"], "1");
-    assert_eq!(rdma["limits"]["nvidia.com/gpu"], "2", "{rdma}");
+    for nic in ["rdma/ib", "nvidia.com/hostdev"] {
+        let r = with(serde_json::json!({"limits": {nic: "1"}, "requests": {nic: "1"}}));
+        assert_eq!(r["limits"][nic], "1");
+        assert_eq!(r["limits"]["nvidia.com/gpu"], "2", "{nic} is no GPU: {r}");
+    }
 }
 
 #[test]

@@ -195,7 +195,16 @@ async fn the_modelservice_operator_may_grant_only_the_endpoint_pickers_roles() {
     let epp = epp_bundle(&input).unwrap();
     let election = epp.leader_election_binding.clone().unwrap();
     let metrics = epp.cluster_role_binding.clone().unwrap();
-    let token = epp.token_secret.clone().unwrap();
+    let mut token = epp.token_secret.clone().unwrap();
+    // The engine marks every object it applies.
+    token
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(
+            "kinfer.dev/managed-by".to_owned(),
+            "kinfer-modelservice".to_owned(),
+        );
 
     // A Role reading Secrets: the operator holds that, so RBAC's escalation check lets it
     // through; the policy does not.
@@ -253,6 +262,29 @@ async fn the_modelservice_operator_may_grant_only_the_endpoint_pickers_roles() {
             "kubernetes.io/service-account.name".to_owned(),
             "default".to_owned(),
         );
+    // Named by the rule, for a ServiceAccount that is no Endpoint Picker's.
+    let mut well_named_token_of_default = token_of_default.clone();
+    well_named_token_of_default.metadata.name = Some("default-sa-metrics-reader-secret".to_owned());
+    let mut unmarked_token = token.clone();
+    unmarked_token.metadata.labels = None;
+    // A Role and binding named alike, but not like an Endpoint Picker.
+    let mut role_not_epp = epp.role.clone();
+    role_not_epp.metadata.name = Some("secret-reader".to_owned());
+    let mut binding_not_epp = epp.role_binding.clone();
+    binding_not_epp.metadata.name = Some("config-reader".to_owned());
+    binding_not_epp.role_ref.name = "config-reader".to_owned();
+    binding_not_epp.subjects.as_mut().unwrap()[0].name = "config-reader".to_owned();
+    // The Role the last binding names exists (RBAC's escalation check reads it before the
+    // policy runs), created by an administrator.
+    let (admin, _) = client().await;
+    let mut config_reader = role_not_epp.clone();
+    config_reader.metadata.name = Some("config-reader".to_owned());
+    create_unless_exists(
+        &Api::<Role>::namespaced(admin, MS_NS),
+        &config_reader,
+        "a Role named like a tenant's",
+    )
+    .await;
     let refusals = [
         (
             "the operator's ClusterRole, cluster-wide",
@@ -278,6 +310,22 @@ async fn the_modelservice_operator_may_grant_only_the_endpoint_pickers_roles() {
         (
             "another account's token",
             create(&secrets, &token_of_default).await,
+        ),
+        (
+            "a token of an account that is no Endpoint Picker's",
+            create(&secrets, &well_named_token_of_default).await,
+        ),
+        (
+            "an unmarked token Secret",
+            create(&secrets, &unmarked_token).await,
+        ),
+        (
+            "a Role not named like an Endpoint Picker's",
+            create(&roles, &role_not_epp).await,
+        ),
+        (
+            "a binding not named like an Endpoint Picker's",
+            create(&bindings, &binding_not_epp).await,
         ),
     ];
     for (what, result) in refusals {

@@ -17,7 +17,7 @@ use kinfer_api::monitoring::PodMonitor;
 use kinfer_state::condition::Reason;
 use kinfer_state::health::{ComponentHealth, ComponentState, FetchResult};
 use kinfer_state::pipeline::{Children, Observation};
-use kinfer_state::{CategorizedError, downstream, inspect};
+use kinfer_state::{CategorizedError, ErrorCategory, downstream, inspect};
 use kube::ResourceExt;
 use serde_json::Value;
 
@@ -171,6 +171,24 @@ pub fn compose(
     // engine adds it first, so a new ModelService gets its cluster RBAC one reconcile later).
     let cluster_rbac =
         !conflict && resolve::wants_cluster_rbac(config, ms) && crate::finalizer::has_finalizer(ms);
+    // What is replaced goes first; a binding whose old role could not be read is held back.
+    let live_binding = match &fetched.cluster_binding {
+        Some(Ok(binding)) => binding.as_ref(),
+        _ => None,
+    };
+    let retirements = super::legacy::retirements(ms, live_binding, &fetched.legacy, cluster_rbac);
+    if let Some(waiting) = &retirements.waiting {
+        components.push(
+            ComponentHealth::new(components::METRICS_AUTH)
+                .downstream()
+                .error(CategorizedError::new(
+                    ErrorCategory::Infrastructure,
+                    waiting.clone(),
+                )),
+        );
+    }
+    let cluster_rbac = cluster_rbac && retirements.waiting.is_none();
+    state.retire = retirements.retire;
 
     let resolved = match resolve::resolve(ms, config, crds) {
         Ok(r) => r,
@@ -277,11 +295,6 @@ pub fn compose(
             ));
         }
     }
-    let live_binding = match &fetched.cluster_binding {
-        Some(Ok(binding)) => binding.as_ref(),
-        _ => None,
-    };
-    state.retire = super::legacy::retirements(ms, live_binding, &fetched.legacy, cluster_rbac);
     state.desired = Some(desired);
     let mut observation = Observation::new(state);
     observation.components = components;
