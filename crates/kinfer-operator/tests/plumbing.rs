@@ -120,9 +120,7 @@ fn writes_sent(cluster: &TestCluster) -> u64 {
         .counters()
         .snapshot()
         .iter()
-        .filter(|((verb, _, _), _)| {
-            ["create", "update", "patch", "delete", "deletecollection"].contains(&verb.as_str())
-        })
+        .filter(|((verb, _, _), _)| kinfer_testkit::is_write(verb))
         .map(|(_, n)| n)
         .sum()
 }

@@ -287,7 +287,9 @@ pub struct Counters(
     Mutex<BTreeMap<String, u64>>,
 );
 
-fn is_write(verb: &str) -> bool {
+/// Whether `verb` (as the counters record it) changes stored state: `create`, `update`,
+/// `patch`, `delete`, `deletecollection`.
+pub fn is_write(verb: &str) -> bool {
     matches!(
         verb,
         "create" | "update" | "patch" | "delete" | "deletecollection"

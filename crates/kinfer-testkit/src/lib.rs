@@ -165,6 +165,6 @@ pub use cluster::{
 };
 pub use control_plane::ControlPlane;
 pub use error::{ApiError, Error};
-pub use faults::{CONFLICT_LOG, Conflict, Counters, Fault, RequestInfo};
+pub use faults::{CONFLICT_LOG, Conflict, Counters, Fault, RequestInfo, is_write};
 pub use simulator::{JobOutcome, Simulator};
 pub use state::Options;

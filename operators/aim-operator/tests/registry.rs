@@ -63,6 +63,23 @@ fn model_json(name: &str, image: &str) -> serde_json::Value {
            "spec": {"image": image}})
 }
 
+/// A `kubernetes.io/dockerconfigjson` Secret `ns/name` with `registry`'s credentials.
+fn pull_secret(name: &str, ns: &str, registry: &Registry) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(ns.into()),
+            ..ObjectMeta::default()
+        },
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(BTreeMap::from([(
+            ".dockerconfigjson".to_owned(),
+            k8s_openapi::ByteString(registry.docker_config_json().into_bytes()),
+        )])),
+        ..Secret::default()
+    }
+}
+
 fn condition_of<'a>(
     conditions: &'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
     type_: &str,
@@ -262,19 +279,7 @@ async fn cluster_model_uses_pull_secrets_and_runs_discovery_in_the_operator_name
     .await;
     env.cluster.simulator().set_log_hook(echo_hook(|_| None));
     gpu_node(&env.client, "gpu-1", "74a1").await;
-    let secret = |ns: &str| Secret {
-        metadata: ObjectMeta {
-            name: Some("regcred".into()),
-            namespace: Some(ns.into()),
-            ..ObjectMeta::default()
-        },
-        type_: Some("kubernetes.io/dockerconfigjson".into()),
-        data: Some(BTreeMap::from([(
-            ".dockerconfigjson".to_owned(),
-            k8s_openapi::ByteString(registry.docker_config_json().into_bytes()),
-        )])),
-        ..Secret::default()
-    };
+    let secret = |ns: &str| pull_secret("regcred", ns, &registry);
     // The secret exists only in the workload namespace: a cluster model does not look there.
     Api::<Secret>::namespaced(env.client.clone(), NS)
         .create(&PostParams::default(), &secret(NS))
@@ -426,19 +431,7 @@ async fn a_service_naming_a_private_image_creates_a_model_with_its_credentials()
     Api::<Secret>::namespaced(env.client.clone(), NS)
         .create(
             &PostParams::default(),
-            &Secret {
-                metadata: ObjectMeta {
-                    name: Some("team-regcred".into()),
-                    namespace: Some(NS.into()),
-                    ..ObjectMeta::default()
-                },
-                type_: Some("kubernetes.io/dockerconfigjson".into()),
-                data: Some(BTreeMap::from([(
-                    ".dockerconfigjson".to_owned(),
-                    k8s_openapi::ByteString(registry.docker_config_json().into_bytes()),
-                )])),
-                ..Secret::default()
-            },
+            &pull_secret("team-regcred", NS, &registry),
         )
         .await
         .unwrap();

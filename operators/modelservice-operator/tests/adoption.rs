@@ -48,8 +48,8 @@ fn merge(a: &Value, b: &Value) -> Value {
 }
 
 /// The objects otterscale's model-operator v1.0.1 creates for ModelService `ms` in `ns`
-/// (NOTES section b rows 1, 10, 11, 13, 14, 17, and the legacy pool of row 19), as it labels
-/// and selects them.
+/// (its serving Deployments, the Endpoint Picker family, its cluster RBAC, and the legacy pool
+/// `<epp>` of its earlier releases), as it labels and selects them.
 fn upstream_objects(ms: &str, ns: &str) -> Vec<Value> {
     let epp = format!("{ms}-epp");
     let serving = json!({

@@ -317,11 +317,7 @@ fn writes_beyond_the_lease(cluster: &TestCluster, client: &str) -> u64 {
         .get(client)
         .into_iter()
         .flatten()
-        .filter(|((verb, resource, _), _)| {
-            resource != "leases"
-                && ["create", "update", "patch", "delete", "deletecollection"]
-                    .contains(&verb.as_str())
-        })
+        .filter(|((verb, resource, _), _)| resource != "leases" && kinfer_testkit::is_write(verb))
         .map(|(_, n)| n)
         .sum()
 }

@@ -225,9 +225,7 @@ impl<P: Pipeline> Engine<P> {
             tracing::info!(object = %r.key, "deleting to replace or retire it");
             match apply::delete(&self.client, &r.kind, &r.key, Some(&r.uid)).await {
                 Ok(true) => {
-                    out.deleted += 1;
-                    out.progressed += 1;
-                    self.handles.writes(WriteVerb::Delete, 1);
+                    self.count_deletion(&mut out);
                     retired.insert(r.key.clone());
                 }
                 // Gone already, or the name now belongs to another object (the precondition
@@ -440,6 +438,13 @@ impl<P: Pipeline> Engine<P> {
         out
     }
 
+    /// A deletion the server accepted: counted, progress, a write.
+    fn count_deletion(&self, out: &mut Applied) {
+        out.deleted += 1;
+        out.progressed += 1;
+        self.handles.writes(WriteVerb::Delete, 1);
+    }
+
     async fn delete_unplanned(
         &self,
         plan: &PlanResult,
@@ -465,11 +470,7 @@ impl<P: Pipeline> Engine<P> {
             let uid = children.get(key).and_then(|o| o.metadata.uid.as_deref());
             tracing::info!(object = %key, "deleting");
             match apply::delete(&self.client, kind, key, uid).await {
-                Ok(true) => {
-                    out.deleted += 1;
-                    out.progressed += 1;
-                    self.handles.writes(WriteVerb::Delete, 1);
-                }
+                Ok(true) => self.count_deletion(out),
                 Ok(false) => {}
                 Err(e) => {
                     let wait = e.retry_after().is_some();

@@ -10,7 +10,7 @@
 //! - An object with a `deletionTimestamp` is never planned, applied nor given a status. When
 //!   it carries our finalizer, [`Pipeline::finalize`] runs and the finalizer is removed once it
 //!   succeeded. When the object's namespace is terminating, or reading it is Forbidden, the
-//!   finalizer is removed without cleanup (NOTES row 23: namespace deletion is not blocked),
+//!   finalizer is removed without cleanup (so namespace deletion is not blocked),
 //!   unless the pipeline cleans up there too ([`Pipeline::finalize_in_terminating_namespace`]:
 //!   cluster-scoped objects do not go with the namespace). Other finalize errors are retried
 //!   like any reconcile error.

@@ -172,11 +172,8 @@ pub fn compose(
     let cluster_rbac =
         !conflict && resolve::wants_cluster_rbac(config, ms) && crate::finalizer::has_finalizer(ms);
     // What is replaced goes first; a binding whose old role could not be read is held back.
-    let live_binding = match &fetched.cluster_binding {
-        Some(Ok(binding)) => binding.as_ref(),
-        _ => None,
-    };
-    let retirements = super::legacy::retirements(ms, live_binding, &fetched.legacy, cluster_rbac);
+    let retirements =
+        super::legacy::retirements(ms, fetched.live_binding(), &fetched.legacy, cluster_rbac);
     if let Some(waiting) = &retirements.waiting {
         components.push(
             ComponentHealth::new(components::METRICS_AUTH)

@@ -31,8 +31,18 @@ pub struct Fetched {
     pub crds: OptionalCrds,
     /// The metrics-auth ClusterRoleBinding, when metrics auth wants one (`None` otherwise).
     pub cluster_binding: Option<FetchResult<ClusterRoleBinding>>,
-    /// What an earlier operator left for this one to replace.
+    /// What the plan may retire first ([`super::legacy`]).
     pub legacy: super::legacy::Legacy,
+}
+
+impl Fetched {
+    /// The metrics-auth ClusterRoleBinding that was read and exists.
+    pub fn live_binding(&self) -> Option<&ClusterRoleBinding> {
+        self.cluster_binding
+            .as_ref()
+            .and_then(|b| b.as_ref().ok())
+            .and_then(Option::as_ref)
+    }
 }
 
 /// The cluster RBAC name of `ms` (`<namespace>-<epp>`), when it can be derived.
@@ -126,10 +136,6 @@ pub async fn fetch(
         (true, Some(name)) => Some(current_binding(client, &name, index).await),
         _ => None,
     };
-    let live_binding = cluster_binding
-        .as_ref()
-        .and_then(|b| b.as_ref().ok())
-        .and_then(Option::as_ref);
     // A legacy pool can only be left from before this operator's first apply of the pool
     // `<ms>`: once that is listed as a child, no reconcile looks for one (no steady-state read).
     let own_pool = naming::modelservice::pool_name(&ms.name_any()).is_ok_and(|name| {
@@ -138,11 +144,17 @@ pub async fn fetch(
             Ok(Some(_))
         )
     });
-    let legacy =
-        super::legacy::read(client, ms, live_binding, crds.inference_pool && !own_pool).await;
-    Fetched {
+    let mut fetched = Fetched {
         crds,
         cluster_binding,
-        legacy,
-    }
+        legacy: super::legacy::Legacy::default(),
+    };
+    fetched.legacy = super::legacy::read(
+        client,
+        ms,
+        fetched.live_binding(),
+        crds.inference_pool && !own_pool,
+    )
+    .await;
+    fetched
 }

@@ -1,8 +1,8 @@
 //! What this operator replaces from before it served a ModelService: a metrics
 //! ClusterRoleBinding of a ClusterRole made for that one ModelService (upstream's, or one
 //! carrying this operator's marker and parent labels), that ClusterRole, and the
-//! InferencePool `<epp>` of upstream's earlier releases (NOTES section b row 19: upstream's
-//! operator always deletes it).
+//! InferencePool `<epp>` of upstream's earlier releases, which upstream's operator always
+//! deletes.
 //!
 //! Contract: [`read`] only reads, by name and metadata only (labels, owner references and UID
 //! decide); [`retirements`] decides, without a client, which of them the plan retires

@@ -110,6 +110,12 @@ async fn canary_80_20_runs_two_models_and_splits_traffic() {
     assert!(env.get("my-llama").await.status.unwrap().ready);
 }
 
+/// No HPA exists in the test namespace.
+async fn assert_no_hpa(env: &crate::common::Env) {
+    let hpas = env.hpas.list(&ListParams::default()).await.unwrap().items;
+    assert!(hpas.is_empty(), "{hpas:?}");
+}
+
 fn probe_of(d: &Deployment) -> (String, i32, i32) {
     let p = container(d).readiness_probe.clone().unwrap();
     (
@@ -273,14 +279,7 @@ async fn a_manifest_go_wrote_converges_with_nanosecond_durations_and_a_lone_boun
     env.converge("go-written").await;
     let d = env.deployment("go-written-primary").await;
     assert_eq!(probe_of(&d), ("/ready".to_owned(), 30, 10));
-    assert!(
-        env.hpas
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert_no_hpa(&env).await;
     let zis = env.get("go-written").await;
     assert_eq!(condition_status(&zis, "ConfigValid"), "True");
     assert_eq!(condition_status(&zis, "Ready"), "True");
@@ -299,14 +298,7 @@ async fn no_hpa_without_autoscaling_config() {
     let env = env().await;
     env.create("my-llama", valid_spec()).await.unwrap();
     env.converge("my-llama").await;
-    assert!(
-        env.hpas
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert_no_hpa(&env).await;
     let zis = env.get("my-llama").await;
     assert_eq!(
         crate::common::condition(&zis, "AutoscalingReady")
